@@ -1,0 +1,80 @@
+// Package store keeps what the bridge must remember across restarts: the
+// legacy session data of each payment it created (the REST status reply
+// lacks productName and the e-shop's return URLs) and the outbox of
+// notifications still to be delivered to e-shops. It has an SQLite
+// implementation (default, pure Go) and a PostgreSQL one.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// SKELETON: the interface and types are the contract; implementations are
+// filled in by the store work.
+
+// ErrNotFound is returned when no session exists for a payment.
+var ErrNotFound = errors.New("store: not found")
+
+// Session is what the bridge records per payment it creates.
+type Session struct {
+	PaymentID   int64
+	ParentID    int64 // 0 when none
+	GoID        int64
+	ProductName string
+	OrderNumber string
+	Amount      int64
+	Currency    string
+	SuccessURL  string
+	FailedURL   string
+	CreatedAt   time.Time
+}
+
+// Notification is one legacy notification to deliver to an e-shop.
+type Notification struct {
+	ID        int64
+	GoID      int64
+	PaymentID int64
+	// Key identifies the change announced (e.g. "<paymentID>:<state>:<subState>");
+	// a second Enqueue with the same Key is dropped, so repeats collapse.
+	Key         string
+	URL         string // the full URL to GET, query included
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// Store is the persistence the bridge needs. Implementations are safe for
+// concurrent use, and several processes may share one PostgreSQL store.
+type Store interface {
+	// SaveSession records s; saving the same PaymentID again replaces it.
+	SaveSession(ctx context.Context, s Session) error
+	// Session returns the session of paymentID or ErrNotFound.
+	Session(ctx context.Context, paymentID int64) (Session, error)
+
+	// Enqueue adds n to the outbox unless a notification with the same Key
+	// exists; it reports whether n was added. It is durable when it returns.
+	Enqueue(ctx context.Context, n Notification) (added bool, err error)
+	// Claim leases up to limit due notifications (NextAttempt <= now) to the
+	// caller for lease; no other caller gets them until the lease ends.
+	Claim(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]Notification, error)
+	// Delivered marks a claimed notification done.
+	Delivered(ctx context.Context, id int64) error
+	// Retry records a failed attempt and schedules the next one at next.
+	Retry(ctx context.Context, id int64, next time.Time, lastErr string) error
+	// Dead records a failed attempt after which no more are made.
+	Dead(ctx context.Context, id int64, lastErr string) error
+	// Counts reports the outbox by state.
+	Counts(ctx context.Context) (OutboxCounts, error)
+
+	Close() error
+}
+
+// OutboxCounts is the size of the outbox by state.
+type OutboxCounts struct {
+	Pending   int
+	Delivered int
+	Dead      int
+}
