@@ -1,0 +1,60 @@
+// Package testenv lets tests that need an outside tool (php, java, chromium,
+// PostgreSQL) skip with a message naming it, except under CI=true, where a
+// missing tool fails the test: CI installs everything, so absence is a bug.
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+)
+
+// InCI reports whether the tests run under CI (CI=true).
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Missing skips t, or fails it under CI, naming what is missing.
+func Missing(t testing.TB, what, install string) {
+	t.Helper()
+	msg := what + " is not available (install: " + install + ")"
+	if InCI() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// LookPath returns the path of tool, or skips/fails t naming it.
+func LookPath(t testing.TB, tool, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		Missing(t, tool, install)
+	}
+	return p
+}
+
+// PostgresDSN returns a DSN of a reachable PostgreSQL: SOAPBRIDGE_TEST_PG_DSN,
+// or the local trust-auth server of the development machines. It skips/fails
+// t when none answers.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("SOAPBRIDGE_TEST_PG_DSN")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+		db.Close()
+	}
+	if err != nil {
+		Missing(t, "PostgreSQL at "+dsn+" ("+err.Error()+")", "apt-get install postgresql, or set SOAPBRIDGE_TEST_PG_DSN")
+	}
+	return dsn
+}
