@@ -1,0 +1,177 @@
+package operations
+
+import (
+	"crypto/cipher"
+	"crypto/des"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// The legacy signature ("encryptedSignature"): the fields of a message are
+// joined with "|" and the merchant's secure key, hashed with SHA-1 (40 lower
+// hex characters) and the hex text is encrypted with Triple DES (EDE) in ECB
+// mode under the first 24 bytes of the secure key. ECB and SHA-1 are weak, but
+// they are what every legacy client computes and checks, so the bridge must
+// speak them exactly.
+
+// ErrShortSecureKey means a secure key cannot key Triple DES.
+var ErrShortSecureKey = errors.New("secure key must be at least 24 bytes")
+
+// Sign returns the signature of fields under secureKey.
+func Sign(secureKey string, fields ...string) (string, error) {
+	block, err := tripleDES(secureKey)
+	if err != nil {
+		return "", err
+	}
+	plain := []byte(hashHex(secureKey, fields))
+	if pad := len(plain) % des.BlockSize; pad != 0 {
+		plain = append(plain, make([]byte, des.BlockSize-pad)...)
+	}
+	out := make([]byte, len(plain))
+	ecb(block, out, plain, block.Encrypt)
+	return hex.EncodeToString(out), nil
+}
+
+// Verify reports whether signature is the signature of fields under
+// secureKey. Hex in any letter case is accepted; the comparison is in
+// constant time.
+func Verify(secureKey, signature string, fields ...string) bool {
+	block, err := tripleDES(secureKey)
+	if err != nil {
+		return false
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(signature))
+	if err != nil || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
+		return false
+	}
+	plain := make([]byte, len(raw))
+	ecb(block, plain, raw, block.Decrypt)
+	plain = []byte(strings.TrimRight(string(plain), "\x00 \t\r\n"))
+	want := []byte(hashHex(secureKey, fields))
+	return subtle.ConstantTimeCompare(plain, want) == 1
+}
+
+// JoinFields is the string that is hashed: fields and the key joined by "|".
+func JoinFields(secureKey string, fields ...string) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(f)
+		b.WriteByte('|')
+	}
+	b.WriteString(secureKey)
+	return b.String()
+}
+
+func hashHex(secureKey string, fields []string) string {
+	sum := sha1.Sum([]byte(JoinFields(secureKey, fields...)))
+	return hex.EncodeToString(sum[:])
+}
+
+func tripleDES(secureKey string) (cipher.Block, error) {
+	if len(secureKey) < 24 {
+		return nil, ErrShortSecureKey
+	}
+	return des.NewTripleDESCipher([]byte(secureKey[:24]))
+}
+
+// ecb applies fn block by block; the standard library offers no ECB mode on
+// purpose, and the legacy scheme needs nothing more.
+func ecb(block cipher.Block, dst, src []byte, fn func(dst, src []byte)) {
+	bs := block.BlockSize()
+	for i := 0; i < len(src); i += bs {
+		fn(dst[i:i+bs], src[i:i+bs])
+	}
+}
+
+// Field renderers of the joined string.
+
+// FormatInt renders an integer in plain decimal.
+func FormatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// FormatOptInt renders an optional integer; absent is empty.
+func FormatOptInt(n *int64) string {
+	if n == nil {
+		return ""
+	}
+	return FormatInt(*n)
+}
+
+// FormatBool renders an optional boolean as "1", "0" or "" (absent).
+func FormatBool(b *bool) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return "1"
+	}
+	return "0"
+}
+
+// Trim removes the whitespace the legacy library strips from marked fields.
+func Trim(s string) string { return strings.Trim(s, " \t\r\n\x00\x0b") }
+
+// Field orders of the signature kinds (legacy-protocol.md). Optional values
+// are passed already rendered, so callers sign exactly what they send.
+
+// PaymentSessionFields: paymentStatus, paymentStatusWCust, capturePayment,
+// voidAuthorization, refundPayment (sessionInfo), voidRecurrentPayment, pay-full-v2.
+func PaymentSessionFields(goid, paymentSessionID string) []string {
+	return []string{goid, paymentSessionID}
+}
+
+// PaymentCommandFields: createPayment and the pay-base-v2 form.
+type PaymentCommandFields struct {
+	TargetGoID, ProductName, TotalPrice, Currency, OrderNumber, FailedURL, SuccessURL string
+	PreAuthorization, RecurrentPayment                                                string
+	RecurrenceDateTo, RecurrenceCycle, RecurrencePeriod, PaymentChannels              string
+}
+
+// Fields returns the joined order, trimming the marked fields.
+func (c PaymentCommandFields) Fields() []string {
+	return []string{c.TargetGoID, Trim(c.ProductName), c.TotalPrice, Trim(c.Currency), Trim(c.OrderNumber),
+		Trim(c.FailedURL), Trim(c.SuccessURL), c.PreAuthorization, c.RecurrentPayment,
+		Trim(c.RecurrenceDateTo), Trim(c.RecurrenceCycle), Trim(c.RecurrencePeriod), Trim(c.PaymentChannels)}
+}
+
+// PaymentStatusFields: every EPaymentStatus reply.
+type PaymentStatusFields struct {
+	TargetGoID, ProductName, TotalPrice, Currency, OrderNumber, RecurrentPayment string
+	ParentPaymentSessionID, PreAuthorization, Result, SessionState               string
+	SessionSubState, PaymentChannel                                              string
+}
+
+// Fields returns the joined order, trimming the marked fields.
+func (s PaymentStatusFields) Fields() []string {
+	return []string{s.TargetGoID, Trim(s.ProductName), s.TotalPrice, s.Currency, Trim(s.OrderNumber),
+		s.RecurrentPayment, s.ParentPaymentSessionID, s.PreAuthorization, s.Result, s.SessionState,
+		s.SessionSubState, s.PaymentChannel}
+}
+
+// PaymentResultFields: every EPaymentResult reply.
+func PaymentResultFields(paymentSessionID, result string) []string {
+	return []string{paymentSessionID, Trim(result)}
+}
+
+// PaymentIdentityFields: return redirects and notifications to the e-shop.
+func PaymentIdentityFields(goid, paymentSessionID, parentPaymentSessionID, orderNumber string) []string {
+	return []string{goid, paymentSessionID, parentPaymentSessionID, Trim(orderNumber)}
+}
+
+// RecurrenceRequestFields: createRecurrentPayment requests.
+func RecurrenceRequestFields(parentPaymentSessionID, goid, orderNumber, totalPrice string) []string {
+	return []string{parentPaymentSessionID, goid, orderNumber, totalPrice}
+}
+
+// RefundRequestFields: partiallyRefundPayment and refundPayment (refundRequest form).
+func RefundRequestFields(goid, paymentSessionID, amount, currency, description string) []string {
+	return []string{goid, paymentSessionID, amount, currency, description}
+}
+
+// StatementRequestFields: the statement download.
+func StatementRequestFields(dateFrom, dateTo, goid, currency string) []string {
+	return []string{dateFrom, dateTo, goid, currency}
+}

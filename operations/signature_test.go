@@ -1,0 +1,149 @@
+package operations
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// vector is one entry of the legacy client library's own signature vectors.
+type vector struct {
+	Kind               string         `json:"kind"`
+	Fields             map[string]any `json:"fields"`
+	SecureKey          string         `json:"secureKey"`
+	Concatenated       string         `json:"concatenated"`
+	SHA1Hex            string         `json:"sha1Hex"`
+	EncryptedSignature string         `json:"encryptedSignature"`
+}
+
+// render turns a JSON field value into its joined-string form.
+func render(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		return FormatBool(&x)
+	case float64:
+		return FormatInt(int64(x))
+	case string:
+		return x
+	}
+	panic(fmt.Sprintf("unexpected %T", v))
+}
+
+func vectorFields(t *testing.T, v vector) []string {
+	f := func(name string) string {
+		val, ok := v.Fields[name]
+		require.True(t, ok, "vector %s lacks %s", v.Kind, name)
+		return render(val)
+	}
+	switch v.Kind {
+	case "paymentSession":
+		return PaymentSessionFields(f("targetGoId"), f("paymentSessionId"))
+	case "paymentCommand":
+		return PaymentCommandFields{TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"),
+			Currency: f("currency"), OrderNumber: f("orderNumber"), FailedURL: f("failedURL"), SuccessURL: f("successURL"),
+			PreAuthorization: f("preAuthorization"), RecurrentPayment: f("recurrentPayment"), RecurrenceDateTo: f("recurrenceDateTo"),
+			RecurrenceCycle: f("recurrenceCycle"), RecurrencePeriod: f("recurrencePeriod"), PaymentChannels: f("paymentChannels")}.Fields()
+	case "paymentStatus":
+		return PaymentStatusFields{TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"),
+			Currency: f("currency"), OrderNumber: f("orderNumber"), RecurrentPayment: f("recurrentPayment"),
+			ParentPaymentSessionID: f("parentPaymentSessionId"), PreAuthorization: f("preAuthorization"), Result: f("result"),
+			SessionState: f("sessionState"), SessionSubState: f("sessionSubState"), PaymentChannel: f("paymentChannel")}.Fields()
+	case "paymentResult":
+		return PaymentResultFields(f("paymentSessionId"), f("result"))
+	case "paymentIdentity":
+		return PaymentIdentityFields(f("targetGoId"), f("paymentSessionId"), f("parentPaymentSessionId"), f("orderNumber"))
+	case "recurrenceRequest":
+		return RecurrenceRequestFields(f("parentPaymentSessionId"), f("targetGoId"), f("orderNumber"), f("totalPrice"))
+	case "refundRequest":
+		return RefundRequestFields(f("targetGoId"), f("paymentSessionId"), f("amount"), f("currency"), f("description"))
+	case "statementRequest":
+		return StatementRequestFields(f("dateFrom"), f("dateTo"), f("targetGoId"), f("currency"))
+	}
+	t.Fatalf("unknown vector kind %q", v.Kind)
+	return nil
+}
+
+func loadVectors(t *testing.T) []vector {
+	raw, err := os.ReadFile("../testdata/signatures/legacy-vectors.json")
+	require.NoError(t, err)
+	var vs []vector
+	require.NoError(t, json.Unmarshal(raw, &vs))
+	require.NotEmpty(t, vs)
+	return vs
+}
+
+// TestLegacySignatureVectors checks every vector the legacy client library
+// produced: the joined string, its hash, our signature and our verification.
+func TestLegacySignatureVectors(t *testing.T) {
+	kinds := map[string]bool{}
+	for i, v := range loadVectors(t) {
+		kinds[v.Kind] = true
+		t.Run(fmt.Sprintf("%02d_%s", i, v.Kind), func(t *testing.T) {
+			fields := vectorFields(t, v)
+			assert.Equal(t, v.Concatenated, JoinFields(v.SecureKey, fields...))
+			sum := sha1.Sum([]byte(v.Concatenated))
+			assert.Equal(t, v.SHA1Hex, hex.EncodeToString(sum[:]))
+			sig, err := Sign(v.SecureKey, fields...)
+			require.NoError(t, err)
+			assert.Equal(t, v.EncryptedSignature, sig)
+			assert.True(t, Verify(v.SecureKey, v.EncryptedSignature, fields...))
+		})
+	}
+	for _, k := range []string{"paymentSession", "paymentCommand", "paymentStatus", "paymentResult",
+		"paymentIdentity", "recurrenceRequest", "refundRequest", "statementRequest"} {
+		assert.True(t, kinds[k], "no vector of kind %s", k)
+	}
+}
+
+// TestVerifyRejects makes sure a signature fails on any change.
+func TestVerifyRejects(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	fields := PaymentSessionFields("8123456789", "3000000001")
+	sig, err := Sign(key, fields...)
+	require.NoError(t, err)
+	assert.True(t, Verify(key, sig, fields...))
+	assert.True(t, Verify(key, " "+bytesUpper(sig)+"\n", fields...), "hex case and surrounding space are tolerated")
+	assert.False(t, Verify(key, sig, PaymentSessionFields("8123456789", "3000000002")...), "other payment")
+	assert.False(t, Verify("Zf2mlwbW6mQLkGmDWzTXwXHX", sig, fields...), "other key")
+	assert.False(t, Verify(key, sig[:78], fields...), "truncated")
+	assert.False(t, Verify(key, "zz"+sig[2:], fields...), "not hex")
+	assert.False(t, Verify(key, "", fields...), "empty")
+	assert.False(t, Verify("short", sig, fields...), "short key")
+	_, err = Sign("short", fields...)
+	assert.ErrorIs(t, err, ErrShortSecureKey)
+}
+
+func bytesUpper(s string) string { return string(bytes.ToUpper([]byte(s))) }
+
+// TestVectorsMatchShared keeps the project's copy of the vectors equal to
+// the reference set when it is at hand.
+func TestVectorsMatchShared(t *testing.T) {
+	ref, err := os.ReadFile("../../shared/reference/signature-vectors.json")
+	if err != nil {
+		t.Skip("reference vectors not beside the project: ", err)
+	}
+	own, err := os.ReadFile("../testdata/signatures/legacy-vectors.json")
+	require.NoError(t, err)
+	assert.JSONEq(t, string(ref), string(own))
+}
+
+func BenchmarkSign(b *testing.B) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	fields := PaymentStatusFields{TargetGoID: "8123456789", ProductName: "Objednávka", TotalPrice: "12900", Currency: "CZK",
+		OrderNumber: "42", RecurrentPayment: "0", PreAuthorization: "0", Result: "CALL_COMPLETED", SessionState: "PAID"}.Fields()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Sign(key, fields...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
