@@ -2,15 +2,16 @@ package restbackend
 
 import (
 	"context"
-	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 )
-
-// SKELETON: signatures are the contract other packages code against; the
-// bodies are filled in by the restbackend work.
 
 // Credentials are one merchant's OAuth2 client credentials. String and
 // GoString never show the secret.
@@ -29,98 +30,222 @@ type Config struct {
 	BaseURL string
 	// Scope of the tokens requested; payment-all when empty.
 	Scope string
-	// Timeout bounds a whole call (including retries of GETs); 30s when zero.
+	// Timeout bounds a whole call (including retries of GETs) when the
+	// caller's context has no deadline, and each HTTP exchange of the
+	// pooled client in any case; 30s when zero.
 	Timeout time.Duration
 	// HTTPClient replaces the pooled client (tests); nil means the default pool.
 	HTTPClient *http.Client
 	Logger     *zap.Logger
-	UserAgent  string
+	// UserAgent is sent on every call; DefaultUserAgent when empty.
+	UserAgent string
 	// AcceptLanguage is sent on every call ("cs-CZ" or "en-US"); en-US when empty.
 	AcceptLanguage string
+	// Now is the clock the token cache uses (tests); time.Now when nil.
+	Now func() time.Time
 }
 
+// DefaultUserAgent is sent when Config.UserAgent is empty.
+const DefaultUserAgent = "soapbridge-restbackend/1.0"
+
 // Client calls one gateway on behalf of any number of merchants. It is safe
-// for concurrent use.
+// for concurrent use; its one pooled HTTP client is shared by every call.
 type Client struct {
-	cfg Config
+	cfg  Config
+	base string // REST root without trailing slash, ending in /api
+	hc   *http.Client
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	tokens map[string]cachedToken // by tokenKey
+	flight singleflight.Group     // one token request per key at a time
 }
 
 // New returns a Client for cfg.
-func New(cfg Config) *Client { return &Client{cfg: cfg} }
+func New(cfg Config) *Client {
+	if cfg.Scope == "" {
+		cfg.Scope = ScopePaymentAll
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.AcceptLanguage == "" {
+		cfg.AcceptLanguage = "en-US"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Client{cfg: cfg, base: apiRoot(cfg.BaseURL), hc: cfg.HTTPClient, log: cfg.Logger,
+		tokens: map[string]cachedToken{}}
+	if c.hc == nil {
+		c.hc = newPooledHTTPClient(cfg.Timeout)
+	}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
+	return c
+}
 
-var errNotImplemented = errors.New("restbackend: not implemented")
+// apiRoot appends "/api" to a gateway URL that lacks it, as the official
+// clients do, so both "https://gate.gopay.cz" and ".../api" work.
+func apiRoot(u string) string {
+	u = strings.TrimRight(u, "/")
+	if !strings.HasSuffix(u, "/api") {
+		u += "/api"
+	}
+	return u
+}
+
+// Content types of requests. The specification spells the capture one
+// "x-www-from-urlencoded"; the official clients send the correct spelling.
+const (
+	ctJSON = "application/json"
+	ctForm = "application/x-www-form-urlencoded"
+)
+
+func paymentPath(id int64, action string) string {
+	p := "/payments/payment/" + strconv.FormatInt(id, 10)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
 
 // Token returns a cached or new access token for cr.
 func (c *Client) Token(ctx context.Context, cr Credentials) (string, error) {
-	return "", errNotImplemented
+	ctx, cancel := c.withDeadline(ctx)
+	defer cancel()
+	return c.token(ctx, cr, c.tokenKey(cr))
 }
 
 // CreatePayment: POST /payments/payment.
 func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *PaymentRequest) (*Payment, error) {
-	return nil, errNotImplemented
+	r, err := jsonRequest("create payment", "/payments/payment", req)
+	if err != nil {
+		return nil, err
+	}
+	p := new(Payment)
+	return p, c.callJSON(ctx, cr, r, p)
 }
 
 // PaymentStatus: GET /payments/payment/{id}.
 func (c *Client) PaymentStatus(ctx context.Context, cr Credentials, id int64) (*Payment, error) {
-	return nil, errNotImplemented
+	p := new(Payment)
+	r := request{op: "payment status", method: http.MethodGet, path: paymentPath(id, "")}
+	return p, c.callJSON(ctx, cr, r, p)
 }
 
 // Refund: POST /payments/payment/{id}/refund with form amount.
 func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount int64) (*Result, error) {
-	return nil, errNotImplemented
+	body := url.Values{"amount": {strconv.FormatInt(amount, 10)}}.Encode()
+	r := request{op: "refund", method: http.MethodPost, path: paymentPath(id, "refund"),
+		contentType: ctForm, body: []byte(body)}
+	res := new(Result)
+	return res, c.callJSON(ctx, cr, r, res)
 }
 
 // CreateRecurrence: POST /payments/payment/{id}/create-recurrence.
 func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID int64, req *RecurrenceRequest) (*Payment, error) {
-	return nil, errNotImplemented
+	r, err := jsonRequest("create recurrence", paymentPath(parentID, "create-recurrence"), req)
+	if err != nil {
+		return nil, err
+	}
+	p := new(Payment)
+	return p, c.callJSON(ctx, cr, r, p)
 }
 
 // VoidRecurrence: POST /payments/payment/{id}/void-recurrence.
 func (c *Client) VoidRecurrence(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return nil, errNotImplemented
+	return c.operation(ctx, cr, "void recurrence", paymentPath(id, "void-recurrence"))
 }
 
 // Capture: POST /payments/payment/{id}/capture; req nil captures the whole
 // authorized amount, otherwise a partial capture.
 func (c *Client) Capture(ctx context.Context, cr Credentials, id int64, req *CaptureRequest) (*Result, error) {
-	return nil, errNotImplemented
+	if req == nil {
+		return c.operation(ctx, cr, "capture", paymentPath(id, "capture"))
+	}
+	r, err := jsonRequest("partial capture", paymentPath(id, "capture"), req)
+	if err != nil {
+		return nil, err
+	}
+	res := new(Result)
+	return res, c.callJSON(ctx, cr, r, res)
 }
 
 // VoidAuthorization: POST /payments/payment/{id}/void-authorization.
 func (c *Client) VoidAuthorization(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return nil, errNotImplemented
+	return c.operation(ctx, cr, "void authorization", paymentPath(id, "void-authorization"))
+}
+
+// operation is a bodiless form POST answered by an operation result.
+func (c *Client) operation(ctx context.Context, cr Credentials, op, path string) (*Result, error) {
+	r := request{op: op, method: http.MethodPost, path: path, contentType: ctForm}
+	res := new(Result)
+	return res, c.callJSON(ctx, cr, r, res)
 }
 
 // PaymentInstruments: GET /eshops/eshop/{goid}/payment-instruments/{currency}.
 func (c *Client) PaymentInstruments(ctx context.Context, cr Credentials, goid int64, currency string) (*InstrumentList, error) {
-	return nil, errNotImplemented
+	path := "/eshops/eshop/" + strconv.FormatInt(goid, 10) + "/payment-instruments/" + url.PathEscape(currency)
+	r := request{op: "payment instruments", method: http.MethodGet, path: path}
+	l := new(InstrumentList)
+	return l, c.callJSON(ctx, cr, r, l)
 }
 
 // AccountStatement: POST /accounts/account-statement; returns the file.
 func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *StatementRequest) ([]byte, error) {
-	return nil, errNotImplemented
+	r, err := jsonRequest("account statement", "/accounts/account-statement", req)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := c.call(ctx, cr, r)
+	if err != nil {
+		return nil, err
+	}
+	return rep.body, nil
 }
 
 // APIError is a failure answered by the gateway with an HTTP status and an
 // error list (401, 403, 404, 409, 5xx).
 type APIError struct {
+	Op     string // the call, e.g. "refund"
 	Status int
 	Body   ErrorBody
 }
 
 func (e *APIError) Error() string {
-	msg := "gateway answered " + http.StatusText(e.Status)
+	msg := "gateway " + e.Op + ": " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
 	if len(e.Body.Errors) > 0 {
 		it := e.Body.Errors[0]
-		msg += ": " + it.ErrorName
+		msg += ": " + strconv.Itoa(it.ErrorCode)
+		if it.ErrorName != "" {
+			msg += " " + it.ErrorName
+		}
 		if it.Field != "" {
 			msg += " (" + it.Field + ")"
 		}
 		if it.Message != "" {
 			msg += " " + it.Message
 		}
+		if n := len(e.Body.Errors); n > 1 {
+			msg += " and " + strconv.Itoa(n-1) + " more"
+		}
 	}
 	return msg
+}
+
+// Has reports whether the error list holds code.
+func (e *APIError) Has(code int) bool {
+	for _, it := range e.Body.Errors {
+		if it.ErrorCode == code {
+			return true
+		}
+	}
+	return false
 }
 
 // TransportError is a failure to reach the gateway or to get its whole reply
@@ -135,7 +260,8 @@ func (e *TransportError) Error() string { return "gateway " + e.Op + ": " + e.Er
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // MalformedError is a reply that could not be understood (bad JSON, wrong
-// content type, a status without an error list).
+// content type, a failure status without an error list, a success without a
+// required field). Status is the HTTP status of that reply.
 type MalformedError struct {
 	Op     string
 	Status int
@@ -143,6 +269,6 @@ type MalformedError struct {
 }
 
 func (e *MalformedError) Error() string {
-	return "gateway " + e.Op + ": malformed reply: " + e.Err.Error()
+	return "gateway " + e.Op + ": malformed reply (HTTP " + strconv.Itoa(e.Status) + "): " + e.Err.Error()
 }
 func (e *MalformedError) Unwrap() error { return e.Err }
