@@ -1,0 +1,417 @@
+package soapenc
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"mime"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/beevik/etree"
+	"golang.org/x/net/html/charset"
+)
+
+// Limits bound what one request may cost. A zero field takes its default.
+type Limits struct {
+	MaxBytes int64 // request body size (default 1 MiB)
+	MaxDepth int   // element nesting, Envelope = 1; also depth of the resolved value tree (default 64)
+	MaxRefs  int   // elements carrying an id, i.e. multi-reference targets (default 1000)
+	// MaxNodes is how many values href resolution may create beyond the
+	// number of elements in the Body (default 10000). Shared references copy
+	// the referenced value, so without it a "billion laughs" of hrefs would
+	// expand exponentially.
+	MaxNodes int
+}
+
+// DefaultLimits returns the limits the bridge uses unless configured.
+func DefaultLimits() Limits {
+	return Limits{MaxBytes: 1 << 20, MaxDepth: 64, MaxRefs: 1000, MaxNodes: 10000}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = d.MaxBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	if l.MaxRefs <= 0 {
+		l.MaxRefs = d.MaxRefs
+	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = d.MaxNodes
+	}
+	return l
+}
+
+// Call is one decoded RPC request.
+type Call struct {
+	Operation QName    // the call element: operation name and its namespace
+	Params    []*Value // the parts, in document order, multi-references resolved
+	Header    []*Value // header entries that did not demand to be understood
+
+	nodes  int // values created while decoding (bounded by budget)
+	budget int
+}
+
+// Param returns the first part called name, or nil.
+func (c *Call) Param(name string) *Value {
+	if c == nil {
+		return nil
+	}
+	for _, p := range c.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+const nsXML = "http://www.w3.org/XML/1998/namespace"
+
+// Decode reads a SOAP 1.1 RPC/encoded request. contentType is the HTTP
+// Content-Type (may be empty); its charset parameter, or else the XML
+// declaration, says how the body is encoded. Every error is a *Fault.
+func Decode(body []byte, contentType string, lim Limits) (*Call, error) {
+	c, f := decode(body, contentType, lim)
+	if f != nil {
+		return nil, f
+	}
+	return c, nil
+}
+
+func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
+	lim = lim.withDefaults()
+	if int64(len(body)) > lim.MaxBytes {
+		return nil, clientFault("request too large")
+	}
+	cs := ""
+	if contentType != "" {
+		mt, params, f := mediaType(contentType)
+		if f != nil {
+			return nil, f
+		}
+		_ = mt
+		cs = params["charset"]
+	}
+	body, f := toUTF8(body, cs)
+	if f != nil {
+		return nil, f
+	}
+	// A DOCTYPE is never legitimate in SOAP (SOAP 1.1 section 3). encoding/xml
+	// would not expand its entities anyway; refusing it up front gives the
+	// client a clear reason and skips parsing the rest.
+	if bytes.Contains(body, []byte("<!DOCTYPE")) {
+		return nil, clientFault("DOCTYPE is not allowed in a SOAP message")
+	}
+
+	doc := etree.Document{ReadSettings: etree.ReadSettings{MaxDepth: lim.MaxDepth}}
+	if err := doc.ReadFromBytes(body); err != nil {
+		return nil, parseFault(err)
+	}
+	var root *etree.Element
+	for _, t := range doc.Child {
+		switch t := t.(type) {
+		case *etree.Element:
+			if root != nil {
+				return nil, clientFault("not well-formed XML: more than one root element")
+			}
+			root = t
+		case *etree.CharData:
+			if !isSpace(t.Data) {
+				return nil, clientFault("not well-formed XML: text outside the root element")
+			}
+		case *etree.Directive:
+			return nil, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
+		}
+	}
+	if root == nil {
+		return nil, clientFault("not well-formed XML: no root element")
+	}
+
+	ns, ok := lookupNS(root, root.Space)
+	if !ok || root.Tag != "Envelope" {
+		return nil, clientFault("not a SOAP envelope")
+	}
+	switch ns {
+	case NSEnvelope:
+	case NSEnvelope12:
+		return nil, &Fault{Code: FaultVersionMismatch, String: "SOAP 1.2 is not supported; send a SOAP 1.1 envelope"}
+	default:
+		return nil, &Fault{Code: FaultVersionMismatch, String: "unknown SOAP envelope namespace"}
+	}
+
+	var header, bodyEl *etree.Element
+	for _, t := range root.Child {
+		e, ok := t.(*etree.Element)
+		if !ok {
+			continue
+		}
+		if ens, _ := lookupNS(e, e.Space); ens != NSEnvelope {
+			continue
+		}
+		switch e.Tag {
+		case "Header":
+			if header == nil && bodyEl == nil {
+				header = e
+			}
+		case "Body":
+			if bodyEl == nil {
+				bodyEl = e
+			}
+		}
+	}
+	if bodyEl == nil {
+		return nil, clientFault("SOAP Body is missing")
+	}
+
+	d := decoder{lim: lim, ids: map[string]*etree.Element{}}
+	for _, e := range []*etree.Element{header, bodyEl} {
+		if e == nil {
+			continue
+		}
+		if f := d.index(e); f != nil {
+			return nil, f
+		}
+	}
+	d.budget = d.elements + lim.MaxNodes
+	c := &Call{}
+
+	if header != nil {
+		for _, t := range header.Child {
+			e, ok := t.(*etree.Element)
+			if !ok {
+				continue
+			}
+			if mustUnderstand(e) {
+				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + quoteName(e.Tag) + " was not understood"}
+			}
+			v, f := d.value(e, e.Tag, QName{}, 2)
+			if f != nil {
+				return nil, f
+			}
+			c.Header = append(c.Header, v)
+		}
+	}
+
+	var call *etree.Element
+	empty := true
+	for _, t := range bodyEl.Child {
+		e, ok := t.(*etree.Element)
+		if !ok {
+			continue
+		}
+		empty = false
+		if e.Tag == "multiRef" || isFalse(attrNS(e, NSEncoding, "root")) {
+			continue
+		}
+		call = e
+		break
+	}
+	if call == nil {
+		if empty {
+			return nil, clientFault("SOAP Body is empty")
+		}
+		return nil, clientFault("SOAP Body holds no RPC call element")
+	}
+	opNS, ok := lookupNS(call, call.Space)
+	if !ok {
+		return nil, clientFault("undeclared namespace prefix on " + quoteName(call.Tag))
+	}
+	c.Operation = QName{Space: opNS, Local: call.Tag}
+	for _, t := range call.Child {
+		e, ok := t.(*etree.Element)
+		if !ok {
+			continue
+		}
+		v, f := d.value(e, e.Tag, QName{}, 2)
+		if f != nil {
+			return nil, f
+		}
+		c.Params = append(c.Params, v)
+	}
+	c.nodes, c.budget = d.nodes, d.budget
+	return c, nil
+}
+
+// mediaType checks the Content-Type of a SOAP 1.1 request.
+func mediaType(contentType string) (string, map[string]string, *Fault) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", nil, clientFault("malformed Content-Type")
+	}
+	switch mt {
+	case "text/xml":
+		return mt, params, nil
+	case "application/soap+xml":
+		return "", nil, &Fault{Code: FaultVersionMismatch, String: "SOAP 1.2 (application/soap+xml) is not supported; send SOAP 1.1 as text/xml"}
+	}
+	return "", nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
+}
+
+// toUTF8 returns body as UTF-8. The charset of the Content-Type wins
+// (RFC 3023); without one, or when it says UTF-8, the XML declaration's
+// encoding is used. Non-UTF-8 input is transcoded here, so the XML parser
+// only ever sees UTF-8 (etree's default CharsetReader passes it through).
+func toUTF8(body []byte, cs string) ([]byte, *Fault) {
+	body = bytes.TrimPrefix(body, []byte("\xEF\xBB\xBF"))
+	if cs == "" || isUTF8Label(cs) {
+		cs = declEncoding(body)
+	}
+	if cs == "" || isUTF8Label(cs) {
+		if !utf8.Valid(body) {
+			return nil, clientFault("request is not valid UTF-8")
+		}
+		return body, nil
+	}
+	enc, name := charset.Lookup(cs)
+	if enc == nil {
+		return nil, clientFault("unsupported charset " + quoteName(cs))
+	}
+	if name == "utf-8" {
+		if !utf8.Valid(body) {
+			return nil, clientFault("request is not valid UTF-8")
+		}
+		return body, nil
+	}
+	out, err := enc.NewDecoder().Bytes(body)
+	if err != nil {
+		return nil, clientFault("request is not valid " + name)
+	}
+	return out, nil
+}
+
+func isUTF8Label(s string) bool {
+	return strings.EqualFold(s, "utf-8") || strings.EqualFold(s, "utf8")
+}
+
+// declEncoding returns the encoding pseudo-attribute of a leading XML
+// declaration, or "".
+func declEncoding(b []byte) string {
+	if !bytes.HasPrefix(b, []byte("<?xml")) {
+		return ""
+	}
+	end := bytes.Index(b, []byte("?>"))
+	if end < 0 || end > 200 {
+		return ""
+	}
+	decl := string(b[5:end])
+	i := strings.Index(decl, "encoding")
+	if i < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(decl[i+len("encoding"):], " \t\r\n")
+	if !strings.HasPrefix(rest, "=") {
+		return ""
+	}
+	rest = strings.TrimLeft(rest[1:], " \t\r\n")
+	if rest == "" || (rest[0] != '"' && rest[0] != '\'') {
+		return ""
+	}
+	q := rest[0]
+	rest = rest[1:]
+	j := strings.IndexByte(rest, q)
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
+}
+
+func parseFault(err error) *Fault {
+	if errors.Is(err, etree.ErrMaxDepth) {
+		return clientFault("XML is nested too deeply")
+	}
+	var se *xml.SyntaxError
+	if errors.As(err, &se) {
+		return clientFault("not well-formed XML (line " + strconv.Itoa(se.Line) + ")")
+	}
+	return clientFault("not well-formed XML")
+}
+
+func isSpace(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isFalse(s string) bool {
+	s = strings.TrimSpace(s)
+	return s == "0" || strings.EqualFold(s, "false")
+}
+
+func isTrue(s string) bool {
+	s = strings.TrimSpace(s)
+	return s == "1" || strings.EqualFold(s, "true")
+}
+
+// mustUnderstand reports whether a header entry demands processing by us.
+// Entries addressed to another actor are not ours to understand.
+func mustUnderstand(e *etree.Element) bool {
+	if !isTrue(attrNS(e, NSEnvelope, "mustUnderstand")) {
+		return false
+	}
+	actor, ok := attrNSOK(e, NSEnvelope, "actor")
+	return !ok || actor == "" || actor == "http://schemas.xmlsoap.org/soap/actor/next"
+}
+
+// lookupNS resolves a namespace prefix in the scope of e. etree reads raw
+// tokens, so prefixes are resolved here. The empty prefix resolves to the
+// default namespace (or "").
+func lookupNS(e *etree.Element, prefix string) (string, bool) {
+	switch prefix {
+	case "xml":
+		return nsXML, true
+	case "xmlns":
+		return "http://www.w3.org/2000/xmlns/", true
+	}
+	for ; e != nil; e = e.Parent() {
+		for i := range e.Attr {
+			a := &e.Attr[i]
+			if prefix == "" {
+				if a.Space == "" && a.Key == "xmlns" {
+					return a.Value, true
+				}
+			} else if a.Space == "xmlns" && a.Key == prefix {
+				return a.Value, true
+			}
+		}
+	}
+	return "", prefix == ""
+}
+
+// attrNSOK returns the attribute {ns}local of e. An unprefixed attribute has
+// no namespace (ns == "").
+func attrNSOK(e *etree.Element, ns, local string) (string, bool) {
+	for i := range e.Attr {
+		a := &e.Attr[i]
+		if a.Key != local {
+			continue
+		}
+		if a.Space == "" {
+			if ns == "" {
+				return a.Value, true
+			}
+			continue
+		}
+		if ns == "" || a.Space == "xmlns" {
+			continue
+		}
+		if u, ok := lookupNS(e, a.Space); ok && u == ns {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+func attrNS(e *etree.Element, ns, local string) string {
+	v, _ := attrNSOK(e, ns, local)
+	return v
+}

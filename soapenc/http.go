@@ -1,0 +1,76 @@
+package soapenc
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// ReadRequest reads a SOAP 1.1 request from r under the HTTP binding: POST,
+// Content-Type text/xml (any charset), at most lim.MaxBytes of body. Every
+// error is a *Fault; a SOAP 1.2 request gets a VersionMismatch fault.
+func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
+	lim = lim.withDefaults()
+	if r.Method != http.MethodPost {
+		return nil, clientFault("SOAP requests must use POST")
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
+	}
+	if _, _, f := mediaType(ct); f != nil {
+		return nil, f
+	}
+	if r.ContentLength > lim.MaxBytes {
+		return nil, clientFault("request too large")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, lim.MaxBytes+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, clientFault("request too large")
+		}
+		return nil, clientFault("could not read the request body")
+	}
+	if int64(len(body)) > lim.MaxBytes {
+		return nil, clientFault("request too large")
+	}
+	return Decode(body, ct, lim)
+}
+
+// WriteResponse writes r with status 200 and Content-Type text/xml.
+func WriteResponse(w http.ResponseWriter, r *Response) error {
+	bp := bufPool.Get().(*[]byte)
+	b := appendResponse((*bp)[:0], r)
+	err := writeXML(w, http.StatusOK, b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		bufPool.Put(bp)
+	}
+	return err
+}
+
+// WriteFault writes f with status 500, as the SOAP 1.1 HTTP binding (6.2)
+// requires for every fault, including "request too large" and a wrong
+// Content-Type: legacy clients (PHP SoapClient, Axis) read the fault only
+// from a 500 reply and report any other status as a transport error.
+func WriteFault(w http.ResponseWriter, f *Fault) error {
+	bp := bufPool.Get().(*[]byte)
+	b := appendFault((*bp)[:0], f)
+	err := writeXML(w, http.StatusInternalServerError, b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		bufPool.Put(bp)
+	}
+	return err
+}
+
+func writeXML(w http.ResponseWriter, status int, b []byte) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/xml; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, err := w.Write(b)
+	return err
+}
