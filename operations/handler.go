@@ -1,0 +1,40 @@
+package operations
+
+import (
+	"errors"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/soapenc"
+)
+
+// SOAPHandler serves POST requests of the SOAP endpoint: it decodes the
+// envelope, dispatches by the RPC element's local name (every operation has
+// an empty SOAPAction) and writes the reply or a fault.
+func (s *Service) SOAPHandler() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		call, err := soapenc.ReadRequest(req, s.limits)
+		if err != nil {
+			var f *soapenc.Fault
+			if !errors.As(err, &f) {
+				f = clientFault("unreadable request")
+			}
+			s.log.Info("bad SOAP request", zap.String("fault", f.String))
+			soapenc.WriteFault(c.Response(), f)
+			return nil
+		}
+		resp, err := s.Invoke(req.Context(), call)
+		if err != nil {
+			var f *soapenc.Fault
+			if !errors.As(err, &f) {
+				f = serverFault("internal error")
+			}
+			soapenc.WriteFault(c.Response(), f)
+			return nil
+		}
+		soapenc.WriteResponse(c.Response(), resp)
+		return nil
+	}
+}

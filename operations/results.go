@@ -1,0 +1,194 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/soapenc"
+)
+
+// failedResult is the FAILED reply to ref, signed when a key is known.
+func (s *Service) failedResult(ref sessionRef, desc string) *Result {
+	r := &Result{PaymentID: ref.PaymentID, Result: Failed, ResultDescription: &desc}
+	if ref.Known {
+		if err := r.Sign(ref.M.SecureKey); err != nil {
+			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
+		}
+	}
+	return r
+}
+
+// resultOf maps the gateway's operation result onto a signed EPaymentResult.
+// Only FINISHED and ACCEPTED are success; anything else is FAILED, so the
+// bridge never reports a success it did not get.
+func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *Result {
+	r := &Result{PaymentID: ref.PaymentID}
+	switch res.Result {
+	case restbackend.ResultFinished:
+		r.Result = Finished
+	case restbackend.ResultAccepted:
+		r.Result = Accepted
+	case restbackend.ResultFailed:
+		r.Result = Failed
+		r.ResultDescription = ptr("the payment gateway answered FAILED")
+	default:
+		r.Result = Failed
+		r.ResultDescription = ptr("the payment gateway answered an unknown result " + strings.ToValidUTF8(res.Result, "?"))
+	}
+	if err := r.Sign(ref.M.SecureKey); err != nil {
+		s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
+	}
+	return r
+}
+
+// sessionAction serves the operations that take an EPaymentSessionInfo
+// part "sessionInfo" and answer an EPaymentResult.
+func (s *Service) sessionAction(ctx context.Context, call *soapenc.Call, ret string,
+	do func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error)) (*soapenc.Value, error) {
+	ref, r := s.readSessionInfo(call, "sessionInfo")
+	if r != nil {
+		s.refused(call, ref, r)
+		return s.failedResult(ref, r.desc).Value(ret), nil
+	}
+	res, err := do(ctx, ref.M, *ref.PaymentID)
+	if err != nil {
+		if errors.As(err, &r) {
+			s.refused(call, ref, r)
+			return s.failedResult(ref, r.desc).Value(ret), nil
+		}
+		return nil, err
+	}
+	return s.resultOf(ref, res).Value(ret), nil
+}
+
+func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
+	return s.sessionAction(ctx, call, "capturePaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+		res, err := s.gw.Capture(ctx, m.credentials(), id, nil)
+		if err != nil {
+			return nil, s.gatewayFailed("capture", m.GoID, id, err)
+		}
+		return res, nil
+	})
+}
+
+func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
+	return s.sessionAction(ctx, call, "voidAuthorizationReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+		res, err := s.gw.VoidAuthorization(ctx, m.credentials(), id)
+		if err != nil {
+			return nil, s.gatewayFailed("void authorization", m.GoID, id, err)
+		}
+		return res, nil
+	})
+}
+
+func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
+	return s.sessionAction(ctx, call, "voidRecurrentPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+		res, err := s.gw.VoidRecurrence(ctx, m.credentials(), id)
+		if err != nil {
+			return nil, s.gatewayFailed("void recurrence", m.GoID, id, err)
+		}
+		return res, nil
+	})
+}
+
+// refundPayment is overloaded: the part name tells the forms apart.
+// sessionInfo refunds the whole amount; refundRequest is a (partial) refund
+// like partiallyRefundPayment.
+func (s *Service) refundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
+	if call.Param("refundRequest") != nil {
+		return s.refundRequest(ctx, call, "refundPaymentReturn")
+	}
+	return s.sessionAction(ctx, call, "refundPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+		// The legacy form carries no amount: the gateway's status tells the
+		// whole amount (two REST calls).
+		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+		if err != nil {
+			return nil, s.gatewayFailed("payment status", m.GoID, id, err)
+		}
+		res, err := s.gw.Refund(ctx, m.credentials(), id, p.Amount)
+		if err != nil {
+			return nil, s.gatewayFailed("refund", m.GoID, id, err)
+		}
+		return res, nil
+	})
+}
+
+func (s *Service) partiallyRefundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
+	return s.refundRequest(ctx, call, "partiallyRefundPaymentReturn")
+}
+
+// refundRequest serves an ERefundRequest part "refundRequest".
+func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret string) (*soapenc.Value, error) {
+	var ref sessionRef
+	fail := func(r *refusal) (*soapenc.Value, error) {
+		s.refused(call, ref, r)
+		return s.failedResult(ref, r.desc).Value(ret), nil
+	}
+	f := readPart(call, "refundRequest")
+	if f.err != nil {
+		return fail(f.err)
+	}
+	amount := f.long("amount")
+	currency := f.str("currency")
+	desc := f.str("description")
+	sig := f.str("encryptedSignature")
+	ref.PaymentID = f.long("paymentSessionId")
+	ref.GoID = f.long("targetGoId")
+	if f.err != nil {
+		s.merchantOf(&ref)
+		return fail(f.err)
+	}
+	if r := s.merchantOf(&ref); r != nil {
+		return fail(r)
+	}
+	f.need("paymentSessionId", ref.PaymentID != nil)
+	f.need("amount", amount != nil)
+	f.need("currency", currency != "")
+	if f.err != nil {
+		return fail(f.err)
+	}
+	if !Verify(ref.M.SecureKey, sig, RefundRequestFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID),
+		FormatOptInt(amount), currency, desc)...) {
+		return fail(badSignature("refundRequest"))
+	}
+	if *amount <= 0 {
+		return fail(refuse("refundRequest.amount must be positive"))
+	}
+	m, id := ref.M, *ref.PaymentID
+	// The currency must be the payment's; the bridge's session knows it,
+	// otherwise the gateway's status does.
+	payCurrency := ""
+	sess, found, err := s.sessionOf(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		payCurrency = sess.Currency
+	} else {
+		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+		if err != nil {
+			if err := s.gatewayFailed("payment status", m.GoID, id, err); errors.As(err, new(*refusal)) {
+				return fail(err.(*refusal))
+			} else {
+				return nil, err
+			}
+		}
+		payCurrency = p.Currency
+	}
+	if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
+		return fail(refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency))
+	}
+	res, err := s.gw.Refund(ctx, m.credentials(), id, *amount)
+	if err != nil {
+		err = s.gatewayFailed("refund", m.GoID, id, err)
+		if r, ok := err.(*refusal); ok {
+			return fail(r)
+		}
+		return nil, err
+	}
+	return s.resultOf(ref, res).Value(ret), nil
+}
