@@ -1,0 +1,315 @@
+package main
+
+// End-to-end harness: the real soapbridge binary as a subprocess, driven by
+// real legacy SOAP clients (PHP SoapClient, Apache Axis 1.4 stubs).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The demo merchant of the embedded sandbox, set explicitly so that the
+// client scripts know the secure key.
+const (
+	demoGoID         = "8123456789"
+	demoClientID     = "sandbox-client"
+	demoClientSecret = "sandbox-secret"
+	demoSecureKey    = "DemoSecureKey-0123456789"
+	soapPath         = "/axis/EPaymentServiceV2"
+)
+
+var (
+	e2eTmp       string // removed after the run
+	e2eBinary    string // built once per test run
+	e2eSandbox   string // cmd/gatewaysandbox, built on demand
+	e2eBuildErr  error
+	sandboxBuild sync.Once
+	sandboxErr   error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runE2E(m))
+}
+
+func runE2E(m *testing.M) int {
+	var err error
+	e2eTmp, err = os.MkdirTemp("", "soapbridge-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(e2eTmp)
+	e2eBinary = filepath.Join(e2eTmp, "soapbridge")
+	e2eBuildErr = goBuild(e2eBinary, ".")
+	return m.Run()
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// gatewaySandboxBinary builds cmd/gatewaysandbox once per run.
+func gatewaySandboxBinary(t *testing.T) string {
+	t.Helper()
+	sandboxBuild.Do(func() {
+		e2eSandbox = filepath.Join(e2eTmp, "gatewaysandbox")
+		sandboxErr = goBuild(e2eSandbox, "../gatewaysandbox")
+	})
+	if sandboxErr != nil {
+		t.Fatal(sandboxErr)
+	}
+	return e2eSandbox
+}
+
+// syncBuffer collects a process's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// bridgeProc is one running soapbridge.
+type bridgeProc struct {
+	URL        string // public root, e.g. http://127.0.0.1:41234
+	SOAPURL    string // URL + soapPath
+	WSDLURL    string // SOAPURL + "?wsdl"
+	SandboxURL string // the sandbox gateway the bridge talks to (embedded or not)
+	DB         string // SQLite file
+
+	t        *testing.T
+	cmd      *exec.Cmd
+	log      *syncBuffer
+	readyAt  int // log length when /healthz first answered
+	embedded bool
+	done     chan struct{}
+	waitErr  error
+	stopped  bool
+}
+
+// bridgeOpt adjusts a bridge start: extra SOAPBRIDGE_* variables or a DB.
+type bridgeOpt func(*bridgeConfig)
+
+type bridgeConfig struct {
+	env []string
+	db  string
+}
+
+// withEnv adds KEY=VALUE pairs to the bridge's environment.
+func withEnv(kv ...string) bridgeOpt {
+	return func(c *bridgeConfig) { c.env = append(c.env, kv...) }
+}
+
+// withDB makes the bridge use (and keep) the given SQLite file.
+func withDB(path string) bridgeOpt { return func(c *bridgeConfig) { c.db = path } }
+
+// startBridge runs the built binary with the demo merchant on free loopback
+// ports and waits for /healthz. It is stopped (SIGTERM, must exit 0) at the
+// end of t unless stopped before.
+func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
+	t.Helper()
+	if e2eBuildErr != nil {
+		t.Fatal(e2eBuildErr)
+	}
+	cfg := bridgeConfig{db: filepath.Join(t.TempDir(), "bridge.db")}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	port, sandboxPort := freePort(t), freePort(t)
+	b := &bridgeProc{
+		URL:        "http://127.0.0.1:" + port,
+		SandboxURL: "http://127.0.0.1:" + sandboxPort,
+		DB:         cfg.db,
+		t:          t,
+		log:        &syncBuffer{},
+		embedded:   true,
+		done:       make(chan struct{}),
+	}
+	b.SOAPURL = b.URL + soapPath
+	b.WSDLURL = b.SOAPURL + "?wsdl"
+	env := []string{
+		"SOAPBRIDGE_LISTEN=127.0.0.1:" + port,
+		"SOAPBRIDGE_SANDBOX_LISTEN=127.0.0.1:" + sandboxPort,
+		"SOAPBRIDGE_PUBLIC_URL=" + b.URL,
+		"SOAPBRIDGE_DATABASE=" + cfg.db,
+		"SOAPBRIDGE_GOID=" + demoGoID,
+		"SOAPBRIDGE_CLIENT_ID=" + demoClientID,
+		"SOAPBRIDGE_CLIENT_SECRET=" + demoClientSecret,
+		"SOAPBRIDGE_SECURE_KEY=" + demoSecureKey,
+		"SOAPBRIDGE_LOG_LEVEL=debug", // the most talkative level, for the secret check
+	}
+	for _, kv := range cfg.env {
+		if strings.HasPrefix(kv, "SOAPBRIDGE_GATEWAY_URL=") && kv != "SOAPBRIDGE_GATEWAY_URL=" {
+			b.embedded = false
+			b.SandboxURL = strings.TrimSuffix(strings.TrimPrefix(kv, "SOAPBRIDGE_GATEWAY_URL="), "/api")
+		}
+	}
+	env = append(env, cfg.env...) // later entries win in exec
+	b.cmd = exec.Command(e2eBinary)
+	b.cmd.Env = append(envWithout("SOAPBRIDGE_"), env...)
+	b.cmd.Dir = t.TempDir()
+	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.waitErr = b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() {
+		if !b.stopped {
+			b.Stop()
+		}
+		if t.Failed() {
+			t.Logf("soapbridge log:\n%s", b.log.String())
+		}
+	})
+	waitHealthy(t, b.URL+"/healthz", b.done, b.log)
+	b.readyAt = b.log.Len()
+	return b
+}
+
+// Stop sends SIGTERM and requires a graceful exit (status 0) within 10 s,
+// then checks the log for secrets.
+func (b *bridgeProc) Stop() {
+	t := b.t
+	t.Helper()
+	b.stopped = true
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("SIGTERM: %v", err)
+	}
+	select {
+	case <-b.done:
+		if b.waitErr != nil {
+			t.Errorf("soapbridge did not exit cleanly after SIGTERM: %v", b.waitErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("soapbridge still running 10 s after SIGTERM; killing it")
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
+	checkNoSecrets(t, b.log.String(), b.readyAt, b.embedded)
+}
+
+// checkNoSecrets: with the embedded sandbox the bridge prints the demo
+// merchant's credentials once at start, on purpose (so `go run` is usable).
+// So secrets are allowed only before /healthz first answered, and only with
+// the embedded sandbox; everything logged while serving must be clean.
+func checkNoSecrets(t *testing.T, log string, readyAt int, embedded bool) {
+	t.Helper()
+	start := 0
+	if embedded {
+		start = min(readyAt, len(log))
+	}
+	for _, secret := range []string{demoClientSecret, demoSecureKey} {
+		if i := strings.Index(log[start:], secret); i >= 0 {
+			line := log[start+i:]
+			if j := strings.IndexByte(line, '\n'); j >= 0 {
+				line = line[:j]
+			}
+			t.Errorf("secret %q appears in the bridge log while serving: ...%s", secret[:4]+"…", line)
+		}
+	}
+}
+
+// waitHealthy polls url until it answers 200, the process dies, or 20 s pass.
+func waitHealthy(t *testing.T, url string, done <-chan struct{}, log *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-done:
+			t.Fatalf("process exited before %s answered; log:\n%s", url, log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within 20 s (last error %v); log:\n%s", url, err, log.String())
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// envWithout is the test's environment less variables starting with prefix,
+// so a developer's own SOAPBRIDGE_* settings cannot leak into the run.
+func envWithout(prefix string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, prefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// runTool runs a client program with a bounded time and returns its stdout;
+// stderr goes to the test log when the program fails.
+func runTool(t *testing.T, timeout time.Duration, env []string, name string, args ...string) (stdout string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if err != nil {
+		t.Logf("%s %s: %v\nstderr:\n%s\nstdout:\n%s", filepath.Base(name), strings.Join(args, " "), err, errb.String(), out.String())
+	}
+	return out.String(), err
+}
+
+// clientEnv is what the PHP and Java clients need to know about a bridge.
+func (b *bridgeProc) clientEnv() []string {
+	return []string{
+		"BRIDGE_WSDL_URL=" + b.WSDLURL,
+		"BRIDGE_SOAP_URL=" + b.SOAPURL,
+		"SANDBOX_URL=" + b.SandboxURL,
+		"GOID=" + demoGoID,
+		"SECURE_KEY=" + demoSecureKey,
+	}
+}
