@@ -1,0 +1,72 @@
+package soapenc
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadRequest(t *testing.T) {
+	doc := envelope("", call("touch", ""))
+	newReq := func(method, ct, body string) *http.Request {
+		r := httptest.NewRequest(method, "/axis/EPaymentServiceV2", strings.NewReader(body))
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		r.Header.Set("SOAPAction", `""`)
+		return r
+	}
+
+	c, err := ReadRequest(newReq("POST", "text/xml; charset=utf-8", doc), DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "touch", c.Operation.Local)
+	c, err = ReadRequest(newReq("POST", "text/xml;charset=UTF-8", doc), DefaultLimits())
+	require.NoError(t, err, "Axis spelling of the charset parameter")
+	require.Equal(t, "touch", c.Operation.Local)
+
+	_, err = ReadRequest(newReq("GET", "text/xml", doc), DefaultLimits())
+	requireFault(t, err, FaultClient, "POST")
+	_, err = ReadRequest(newReq("POST", "application/json", doc), DefaultLimits())
+	requireFault(t, err, FaultClient, "text/xml")
+	_, err = ReadRequest(newReq("POST", "", doc), DefaultLimits())
+	requireFault(t, err, FaultClient, "text/xml")
+	_, err = ReadRequest(newReq("POST", `application/soap+xml; charset=utf-8; action=""`, doc), DefaultLimits())
+	requireFault(t, err, FaultVersionMismatch, "SOAP 1.2")
+
+	big := envelope("", call("touch", "<a>"+strings.Repeat("x", 3000)+"</a>"))
+	_, err = ReadRequest(newReq("POST", "text/xml", big), Limits{MaxBytes: 2048})
+	requireFault(t, err, FaultClient, "request too large")
+	// Without a Content-Length (chunked) the body is cut at the limit.
+	r := newReq("POST", "text/xml", "")
+	r.Body = io.NopCloser(strings.NewReader(big))
+	r.ContentLength = -1
+	_, err = ReadRequest(r, Limits{MaxBytes: 2048})
+	requireFault(t, err, FaultClient, "request too large")
+}
+
+func TestWriteResponseAndFault(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.NoError(t, WriteResponse(rec, &Response{Namespace: serviceNS, Operation: "touch", Return: NewString("touchReturn", strp("OK"))}))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/xml; charset=utf-8", rec.Header().Get("Content-Type"))
+	require.Contains(t, rec.Body.String(), `<touchReturn xsi:type="soapenc:string">OK</touchReturn>`)
+
+	rec = httptest.NewRecorder()
+	require.NoError(t, WriteFault(rec, &Fault{Code: FaultClient, String: "request too large"}))
+	require.Equal(t, http.StatusInternalServerError, rec.Code)
+	require.Equal(t, "text/xml; charset=utf-8", rec.Header().Get("Content-Type"))
+	require.Contains(t, rec.Body.String(), `<faultcode>soapenv:Client</faultcode><faultstring>request too large</faultstring>`)
+}
+
+func TestEncodeEscapesAndKeepsUTF8Valid(t *testing.T) {
+	v := NewString("s", strp("a\x00b\xffc\uFFFEd<&>\"'\r\n\t"))
+	out := AppendResponse(nil, &Response{Namespace: `urn:a"b&c`, Operation: "op", Return: v})
+	c, err := Decode(out, "", DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "a\uFFFDb\uFFFDc\uFFFDd<&>\"'\r\n\t", c.Param("s").Text)
+	require.Equal(t, `urn:a"b&c`, c.Operation.Space)
+}
