@@ -31,7 +31,9 @@ type recorded struct {
 	Body          []byte
 }
 
-func (r *recorded) bearer() string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") }
+func (r *recorded) bearer() string {
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
 
 // fakeGateway is a recording REST gateway: it issues tokens itself and
 // hands every other authorised request to api.
