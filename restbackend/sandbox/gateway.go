@@ -1,0 +1,349 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+)
+
+// Merchant is one selling point the sandbox knows, with its OAuth2 client.
+type Merchant struct {
+	GoID         int64
+	ClientID     string
+	ClientSecret string
+	// Scopes the client may request; payment-create and payment-all when empty.
+	Scopes []string
+}
+
+// Options configure a Gateway.
+type Options struct {
+	Merchants []Merchant
+	// Clock is the sandbox time; nil means real time (which
+	// POST /sandbox/clock/advance can still move forward).
+	Clock Clock
+	// BaseURL is the public root used in gw_url and image URLs; empty means
+	// derived from each request's Host (and X-Forwarded-Proto).
+	BaseURL string
+	Logger  *zap.Logger
+	// NotifyClient calls the merchants' notification URLs; a client with a
+	// 10 s timeout when nil.
+	NotifyClient *http.Client
+	// NotifyBackoff is the wait after failed notification attempt n (1-based);
+	// 30 s doubling up to 2 h when nil.
+	NotifyBackoff func(attempt int) time.Duration
+}
+
+const (
+	tokenLifetime   = 1800 * time.Second
+	unpaidTimeout   = 7 * 24 * time.Hour // CREATED / PAYMENT_METHOD_CHOSEN → TIMEOUTED
+	authorizationTT = 4 * 24 * time.Hour // AUTHORIZED → CANCELED
+	firstPaymentID  = 3000000001
+	maxBody         = 1 << 20
+)
+
+// Gateway is the sandbox payment gateway; it implements http.Handler.
+type Gateway struct {
+	opts   Options
+	clock  Clock
+	log    *zap.Logger
+	e      *echo.Echo
+	client *http.Client
+
+	// realNow measures token lifetimes: real time, so that advancing the
+	// sandbox clock by days does not expire tokens that clients cache by
+	// wall time. Tests replace it.
+	realNow func() time.Time
+
+	mu        sync.Mutex
+	merchants map[string]*Merchant // by client id
+	byGoID    map[int64]*Merchant
+	tokens    map[string]*accessToken
+	payments  map[int64]*payment
+	byGwToken map[string]*payment
+	order     []*payment // creation order
+	nextID    int64
+	cards     map[string]cardRecord // card token → card
+	closed    bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	unsub  func()
+}
+
+type accessToken struct {
+	goid    int64
+	scopes  map[string]bool
+	expires time.Time
+}
+
+// New returns a running sandbox gateway; Close stops its background work.
+func New(opts Options) *Gateway {
+	g := &Gateway{
+		opts:      opts,
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		client:    opts.NotifyClient,
+		realNow:   time.Now,
+		merchants: map[string]*Merchant{},
+		byGoID:    map[int64]*Merchant{},
+		tokens:    map[string]*accessToken{},
+		payments:  map[int64]*payment{},
+		byGwToken: map[string]*payment{},
+		nextID:    firstPaymentID,
+		cards:     map[string]cardRecord{},
+	}
+	if g.clock == nil {
+		g.clock = &offsetClock{}
+	}
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	if g.client == nil {
+		g.client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if g.opts.NotifyBackoff == nil {
+		g.opts.NotifyBackoff = defaultBackoff
+	}
+	g.opts.BaseURL = strings.TrimRight(g.opts.BaseURL, "/")
+	for i := range opts.Merchants {
+		m := opts.Merchants[i]
+		if len(m.Scopes) == 0 {
+			m.Scopes = []string{restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll}
+		}
+		g.merchants[m.ClientID] = &m
+		g.byGoID[m.GoID] = &m
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	if mc, ok := g.clock.(*ManualClock); ok {
+		g.unsub = mc.subscribe(g.RunDue)
+	} else {
+		// Real time: look for due work every second.
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-g.ctx.Done():
+					return
+				case <-t.C:
+					g.RunDue()
+				}
+			}
+		}()
+	}
+	g.e = g.routes()
+	return g
+}
+
+// Close stops the scheduler and pending notification retries.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	g.mu.Unlock()
+	if g.unsub != nil {
+		g.unsub()
+	}
+	g.cancel()
+	g.wg.Wait()
+}
+
+// ServeHTTP serves the REST interface, the payment page and the test helpers.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.e.ServeHTTP(w, r) }
+
+func (g *Gateway) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = g.errorHandler
+
+	api := e.Group("/api")
+	api.POST("/oauth2/token", g.handleToken)
+	all := []string{restbackend.ScopePaymentAll}
+	api.POST("/payments/payment", g.handleCreate, g.auth(restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll))
+	api.GET("/payments/payment/:id", g.handleStatus, g.auth(all...))
+	api.POST("/payments/payment/:id/refund", g.handleRefund, g.auth(all...))
+	api.GET("/payments/payment/:id/refunds", g.handleRefunds, g.auth(all...))
+	api.POST("/payments/payment/:id/create-recurrence", g.handleCreateRecurrence, g.auth(all...))
+	api.POST("/payments/payment/:id/void-recurrence", g.handleVoidRecurrence, g.auth(all...))
+	api.POST("/payments/payment/:id/capture", g.handleCapture, g.auth(all...))
+	api.POST("/payments/payment/:id/void-authorization", g.handleVoidAuthorization, g.auth(all...))
+	api.GET("/eshops/eshop/:goid/payment-instruments/:currency", g.handleInstruments, g.auth(all...))
+	api.POST("/accounts/account-statement", g.handleStatement, g.auth(all...))
+
+	e.GET("/gw/v3/:token", g.handlePage)
+	e.POST("/gw/v3/:token", g.handlePage)
+	e.GET("/gp-gw/js/embed.js", g.handleEmbedJS)
+	e.GET("/gp-gw/images/:file", g.handleImage)
+
+	e.GET("/sandbox/payments/:id", g.handleHelperGet)
+	e.POST("/sandbox/payments/:id/:action", g.handleHelperAct)
+	e.POST("/sandbox/clock/advance", g.handleClockAdvance)
+	e.GET("/sandbox/clock", g.handleClockGet)
+	return e
+}
+
+// errorHandler answers every failure with the error-list body.
+func (g *Gateway) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *apiError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &he):
+		msg := http.StatusText(he.Code)
+		if he.Code == http.StatusNotFound {
+			msg = "no such endpoint: " + c.Request().Method + " " + c.Request().URL.Path
+		}
+		ae = refuse(he.Code, globalErr(codeInvalidRequest, msg))
+	default:
+		g.log.Error("sandbox: internal error", zap.Error(err))
+		ae = refuse(http.StatusInternalServerError, globalErr(codeSystem, "internal error"))
+	}
+	_ = c.JSON(ae.status, restbackend.ErrorBody{
+		DateIssued: g.clock.Now().In(prague).Format("2006-01-02T15:04:05.000-0700"),
+		Errors:     ae.items,
+	})
+}
+
+// --- authentication ---
+
+func (g *Gateway) handleToken(c echo.Context) error {
+	id, secret, ok := c.Request().BasicAuth()
+	g.mu.Lock()
+	m := g.merchants[id]
+	g.mu.Unlock()
+	if !ok || m == nil || !constEq(secret, m.ClientSecret) {
+		return refuse(http.StatusUnauthorized, globalErr(codeWrongCredentials, "wrong client id or client secret"))
+	}
+	if gt := c.FormValue("grant_type"); gt != "client_credentials" {
+		if gt == "" {
+			return errField(codeMandatory, "grant_type", "grant_type is required")
+		}
+		return errField(codeWrongFormat, "grant_type", "grant_type must be client_credentials")
+	}
+	scope := strings.Fields(c.FormValue("scope"))
+	if len(scope) == 0 {
+		return errField(codeMandatory, "scope", "scope is required (payment-create or payment-all)")
+	}
+	granted := map[string]bool{}
+	for _, s := range scope {
+		if s != restbackend.ScopePaymentCreate && s != restbackend.ScopePaymentAll {
+			return errField(codeWrongFormat, "scope", "unknown scope "+s)
+		}
+		if !contains(m.Scopes, s) {
+			return refuse(http.StatusForbidden, fieldErr(codeUnauthorized, "scope", "scope "+s+" is not allowed for this client"))
+		}
+		granted[s] = true
+	}
+	tok := randomToken(32)
+	g.mu.Lock()
+	now := g.realNow()
+	for k, t := range g.tokens { // sweep expired ones; tokens are few
+		if now.After(t.expires) {
+			delete(g.tokens, k)
+		}
+	}
+	g.tokens[tok] = &accessToken{goid: m.GoID, scopes: granted, expires: now.Add(tokenLifetime)}
+	g.mu.Unlock()
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, restbackend.Token{
+		TokenType:    "bearer",
+		AccessToken:  tok,
+		RefreshToken: randomToken(32),
+		ExpiresIn:    int64(tokenLifetime / time.Second),
+	})
+}
+
+// auth checks the bearer token and that it holds one of scopes; the
+// merchant's goid is stored as "goid" in the context.
+func (g *Gateway) auth(scopes ...string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Request().Header.Get("Authorization")
+			const prefix = "bearer "
+			if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+				return refuse(http.StatusUnauthorized, globalErr(codeUnauthorized, "missing bearer access token"))
+			}
+			g.mu.Lock()
+			t := g.tokens[strings.TrimSpace(h[len(prefix):])]
+			expired := t != nil && g.realNow().After(t.expires)
+			g.mu.Unlock()
+			if t == nil || expired {
+				return refuse(http.StatusUnauthorized, globalErr(codeUnauthorized, "access token invalid or expired"))
+			}
+			okScope := false
+			for _, s := range scopes {
+				okScope = okScope || t.scopes[s]
+			}
+			if !okScope {
+				return errForbidden("the token's scope does not allow this call (needs " + strings.Join(scopes, " or ") + ")")
+			}
+			c.Set("goid", t.goid)
+			return next(c)
+		}
+	}
+}
+
+func goidOf(c echo.Context) int64 { v, _ := c.Get("goid").(int64); return v }
+
+// pathID parses the :id path segment; anything unparsable is an unknown payment.
+func pathID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, refuse(http.StatusNotFound, globalErr(codeNotFound, "payment "+c.Param("id")+" not found"))
+	}
+	return id, nil
+}
+
+// baseURL is the public root of the sandbox for links it hands out.
+func (g *Gateway) baseURL(r *http.Request) string {
+	if g.opts.BaseURL != "" {
+		return g.opts.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func constEq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

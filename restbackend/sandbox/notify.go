@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxNotifyAttempts bounds the calls of one notification: with the default
+// backoff (30 s doubling to 2 h) the last one is about 24 h after the first.
+const maxNotifyAttempts = 20
+
+func defaultBackoff(attempt int) time.Duration {
+	d := 30 * time.Second
+	for i := 1; i < attempt && d < 2*time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, 2*time.Hour)
+}
+
+// withID appends id=<id> to rawURL, keeping its query as it is.
+func withID(rawURL string, id int64) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "id=" + strconv.FormatInt(id, 10)
+	return u.String()
+}
+
+// notifyLocked announces a change of p to its notification URL, retrying in
+// the background until the merchant answers 200. Caller holds g.mu.
+func (g *Gateway) notifyLocked(p *payment) {
+	if g.closed || p.req.Callback == nil || p.req.Callback.NotificationURL == "" {
+		return
+	}
+	target := withID(p.req.Callback.NotificationURL, p.id)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.deliver(target, p.id)
+	}()
+}
+
+func (g *Gateway) deliver(target string, id int64) {
+	for attempt := 1; ; attempt++ {
+		status, err := g.call(target)
+		if err == nil && status == http.StatusOK {
+			return
+		}
+		g.log.Info("sandbox: notification not accepted", zap.Int64("payment", id), zap.Int("attempt", attempt),
+			zap.Int("status", status), zap.Error(err))
+		if attempt >= maxNotifyAttempts {
+			g.log.Warn("sandbox: notification given up", zap.Int64("payment", id))
+			return
+		}
+		t := time.NewTimer(g.opts.NotifyBackoff(attempt))
+		select {
+		case <-g.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (g *Gateway) call(target string) (int, error) {
+	ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("User-Agent", "soapbridge-sandbox-gateway")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

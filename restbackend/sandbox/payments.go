@@ -1,0 +1,581 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+)
+
+// payment is the sandbox's record of one payment. Guarded by Gateway.mu.
+type payment struct {
+	id, parentID int64
+	goid         int64
+	gwToken      string
+	gwURL        string
+	req          restbackend.PaymentRequest // as created (children: derived)
+	state        string
+	subState     string
+	instrument   string
+	swift        string
+	amount       int64 // current amount (a partial capture lowers it)
+	authorized   int64 // amount held by the authorization
+	refunded     int64
+	created      time.Time
+	authorizedAt time.Time
+	card         *restbackend.PaymentCard
+	bank         *restbackend.BankAccount
+	preauth      *restbackend.Preauthorization
+	recurrence   *restbackend.Recurrence
+	recurStart   time.Time // first charge of an automatic recurrence
+	recurCount   int       // automatic charges made
+	refunds      []refund
+	moves        []movement
+}
+
+type refund struct {
+	amount int64
+	at     time.Time
+}
+
+// movement is one line of the merchant account: a payment received or a refund.
+type movement struct {
+	at     time.Time
+	kind   string // PAYMENT, REFUND
+	amount int64  // signed
+}
+
+// view is the REST reply for p.
+func (p *payment) view() *restbackend.Payment {
+	v := &restbackend.Payment{
+		ID:                p.id,
+		ParentID:          p.parentID,
+		OrderNumber:       p.req.OrderNumber,
+		State:             p.state,
+		SubState:          p.subState,
+		Amount:            p.amount,
+		Currency:          p.req.Currency,
+		PaymentInstrument: p.instrument,
+		Target:            &restbackend.Target{Type: "ACCOUNT", GoID: p.goid},
+		AdditionalParams:  append([]restbackend.AdditionalParam(nil), p.req.AdditionalParams...),
+		Lang:              p.req.Lang,
+		GwURL:             p.gwURL,
+		EET:               p.req.EET,
+	}
+	payer := restbackend.Payer{}
+	if p.req.Payer != nil {
+		payer = *p.req.Payer
+		if payer.Contact != nil {
+			c := *payer.Contact
+			payer.Contact = &c
+		}
+	}
+	if p.card != nil {
+		c := *p.card
+		payer.PaymentCard = &c
+	}
+	if p.bank != nil {
+		b := *p.bank
+		payer.BankAccount = &b
+	}
+	v.Payer = &payer
+	if p.preauth != nil {
+		pa := *p.preauth
+		v.Preauthorization = &pa
+	}
+	if p.recurrence != nil {
+		r := *p.recurrence
+		v.Recurrence = &r
+	}
+	return v
+}
+
+// readJSON decodes the body into dst; syntax and type errors are refusals.
+func readJSON(c echo.Context, dst any) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	if err != nil {
+		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "cannot read the request body"))
+	}
+	if len(body) > maxBody {
+		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body too large"))
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body is empty; JSON expected"))
+	}
+	return decodeJSON(body, dst)
+}
+
+func decodeJSON(body []byte, dst any) error {
+	err := json.Unmarshal(body, dst)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "JSON object expected"))
+		}
+		return errField(codeWrongFormat, field, fmt.Sprintf("%s must be a %s, not a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value))
+	default:
+		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body is not valid JSON: "+err.Error()))
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case strings.HasPrefix(goKind, "int"):
+		return "integer"
+	case goKind == "bool":
+		return "boolean"
+	case goKind == "slice":
+		return "list"
+	case goKind == "struct", goKind == "ptr":
+		return "object"
+	}
+	return goKind
+}
+
+// validator collects field errors.
+type validator struct{ items []restbackend.ErrorItem }
+
+func (v *validator) add(code int, field, format string, args ...any) {
+	v.items = append(v.items, fieldErr(code, field, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) err() error {
+	if len(v.items) == 0 {
+		return nil
+	}
+	return &apiError{status: http.StatusConflict, items: v.items}
+}
+
+func (v *validator) orderFields(orderNumber, description string) {
+	switch {
+	case strings.TrimSpace(orderNumber) == "":
+		v.add(codeMandatory, "order_number", "order_number is required")
+	case len([]rune(orderNumber)) > 128:
+		v.add(codeWrongFormat, "order_number", "order_number is longer than 128 characters")
+	}
+	if len([]rune(description)) > 256 {
+		v.add(codeWrongFormat, "order_description", "order_description is longer than 256 characters")
+	}
+}
+
+func (v *validator) amountField(field string, amount int64) {
+	if amount <= 0 {
+		v.add(codeWrongFormat, field, "%s must be a positive integer in minor units", field)
+	}
+}
+
+func (v *validator) currencyField(field, cur string) {
+	switch {
+	case cur == "":
+		v.add(codeMandatory, field, "%s is required", field)
+	case !currencies[cur]:
+		v.add(codeWrongFormat, field, "unknown currency %q (accepted: CZK, EUR, PLN, HUF, GBP, USD, RON, BGN)", cur)
+	}
+}
+
+func (v *validator) additionalParams(ps []restbackend.AdditionalParam) {
+	if len(ps) > 4 {
+		v.add(codeWrongFormat, "additional_params", "at most 4 additional_params are allowed, got %d", len(ps))
+	}
+	for i, p := range ps {
+		if strings.TrimSpace(p.Name) == "" {
+			v.add(codeMandatory, fmt.Sprintf("additional_params[%d].name", i), "additional parameter name is required")
+		}
+	}
+}
+
+func (v *validator) itemList(items []restbackend.Item) {
+	for i, it := range items {
+		f := fmt.Sprintf("items[%d]", i)
+		if strings.TrimSpace(it.Name) == "" {
+			v.add(codeMandatory, f+".name", "item name is required")
+		}
+		if it.Type != "" && it.Type != "ITEM" && it.Type != "DISCOUNT" && it.Type != "DELIVERY" {
+			v.add(codeWrongFormat, f+".type", "item type must be ITEM, DISCOUNT or DELIVERY")
+		}
+		if it.Count < 0 {
+			v.add(codeWrongFormat, f+".count", "item count must not be negative")
+		}
+	}
+}
+
+func absURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// validateCreate checks a create request of the merchant goid; the caller
+// holds g.mu (card tokens are looked up).
+func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now time.Time) error {
+	v := &validator{}
+	switch {
+	case r.Target.GoID == 0:
+		v.add(codeMandatory, "target.goid", "target.goid is required")
+	case r.Target.Type != "ACCOUNT":
+		v.add(codeWrongFormat, "target.type", "target.type must be ACCOUNT")
+	}
+	if r.Target.GoID != 0 && r.Target.GoID != goid {
+		return errForbidden(fmt.Sprintf("target.goid %d does not belong to this client", r.Target.GoID))
+	}
+	v.amountField("amount", r.Amount)
+	v.currencyField("currency", r.Currency)
+	v.orderFields(r.OrderNumber, r.OrderDescription)
+	if r.Lang != "" && !languages[strings.ToUpper(r.Lang)] {
+		v.add(codeWrongFormat, "lang", "unknown language %q", r.Lang)
+	}
+	v.additionalParams(r.AdditionalParams)
+	v.itemList(r.Items)
+	if r.Callback == nil || r.Callback.ReturnURL == "" {
+		v.add(codeMandatory, "callback.return_url", "callback.return_url is required")
+	} else if !absURL(r.Callback.ReturnURL) {
+		v.add(codeWrongFormat, "callback.return_url", "callback.return_url must be an absolute http(s) URL")
+	}
+	if r.Callback != nil && r.Callback.NotificationURL != "" && !absURL(r.Callback.NotificationURL) {
+		v.add(codeWrongFormat, "callback.notification_url", "callback.notification_url must be an absolute http(s) URL")
+	}
+	if p := r.Payer; p != nil {
+		for _, in := range p.AllowedPaymentInstruments {
+			if !instrumentNames[in] {
+				v.add(codeWrongFormat, "payer.allowed_payment_instruments", "unknown payment instrument %q", in)
+			}
+		}
+		if p.DefaultPaymentInstrument != "" && !instrumentNames[p.DefaultPaymentInstrument] {
+			v.add(codeWrongFormat, "payer.default_payment_instrument", "unknown payment instrument %q", p.DefaultPaymentInstrument)
+		}
+		for _, s := range p.AllowedSwifts {
+			if _, ok := findSwift(s); !ok {
+				v.add(codeWrongFormat, "payer.allowed_swifts", "unknown bank SWIFT code %q", s)
+			}
+		}
+		if p.DefaultSwift != "" {
+			if _, ok := findSwift(p.DefaultSwift); !ok {
+				v.add(codeWrongFormat, "payer.default_swift", "unknown bank SWIFT code %q", p.DefaultSwift)
+			}
+		}
+		if c := p.Contact; c != nil {
+			if c.Email != "" && (!strings.Contains(c.Email, "@") || strings.ContainsAny(c.Email, " \t<>")) {
+				v.add(codeWrongFormat, "payer.contact.email", "not an e-mail address")
+			}
+			if c.CountryCode != "" && len(c.CountryCode) != 3 {
+				v.add(codeWrongFormat, "payer.contact.country_code", "country_code must be a three-letter code")
+			}
+		}
+		if p.AllowedCardToken != "" {
+			if rec, ok := g.cards[p.AllowedCardToken]; !ok || rec.goid != goid {
+				v.add(codeWrongFormat, "payer.allowed_card_token", "unknown card token")
+			}
+		}
+		if len([]rune(p.VerifyPin)) > 4 {
+			v.add(codeWrongFormat, "payer.verify_pin", "verify_pin has at most 4 characters")
+		}
+	}
+	if rc := r.Recurrence; rc != nil {
+		switch rc.RecurrenceCycle {
+		case "":
+			v.add(codeMandatory, "recurrence.recurrence_cycle", "recurrence.recurrence_cycle is required")
+		case restbackend.CycleDay, restbackend.CycleWeek, restbackend.CycleMonth:
+			if rc.RecurrencePeriod <= 0 {
+				v.add(codeMandatory, "recurrence.recurrence_period", "recurrence.recurrence_period must be a positive integer for cycle %s", rc.RecurrenceCycle)
+			}
+			if rc.RecurrenceDateTo == "" {
+				v.add(codeMandatory, "recurrence.recurrence_date_to", "recurrence.recurrence_date_to is required for cycle %s", rc.RecurrenceCycle)
+			}
+		case restbackend.CycleOnDemand:
+		default:
+			v.add(codeWrongFormat, "recurrence.recurrence_cycle", "recurrence_cycle must be DAY, WEEK, MONTH or ON_DEMAND")
+		}
+		if rc.RecurrenceDateTo != "" {
+			d, err := time.ParseInLocation("2006-01-02", rc.RecurrenceDateTo, prague)
+			switch {
+			case err != nil:
+				v.add(codeWrongFormat, "recurrence.recurrence_date_to", "recurrence_date_to must be a date YYYY-MM-DD")
+			case !d.AddDate(0, 0, 1).After(now):
+				v.add(codeWrongFormat, "recurrence.recurrence_date_to", "recurrence_date_to lies in the past")
+			}
+		}
+	}
+	return v.err()
+}
+
+func (g *Gateway) handleCreate(c echo.Context) error {
+	var req restbackend.PaymentRequest
+	if err := readJSON(c, &req); err != nil {
+		return err
+	}
+	goid := goidOf(c)
+	base := g.baseURL(c.Request())
+	g.mu.Lock()
+	now := g.clock.Now()
+	if err := g.validateCreate(goid, &req, now); err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	if req.Lang == "" {
+		req.Lang = "CS"
+	}
+	req.Lang = strings.ToUpper(req.Lang)
+	p := &payment{
+		id:      g.nextID,
+		goid:    goid,
+		gwToken: randomToken(18),
+		req:     req,
+		state:   restbackend.StateCreated,
+		amount:  req.Amount,
+		created: now,
+	}
+	g.nextID++
+	p.gwURL = base + "/gw/v3/" + p.gwToken
+	if req.Preauthorization {
+		p.preauth = &restbackend.Preauthorization{Requested: true, State: "REQUESTED"}
+	}
+	if rc := req.Recurrence; rc != nil {
+		p.recurrence = &restbackend.Recurrence{
+			RecurrenceCycle: rc.RecurrenceCycle, RecurrencePeriod: rc.RecurrencePeriod,
+			RecurrenceDateTo: rc.RecurrenceDateTo, RecurrenceState: "REQUESTED",
+		}
+	}
+	g.payments[p.id] = p
+	g.byGwToken[p.gwToken] = p
+	g.order = append(g.order, p)
+	v := p.view()
+	g.mu.Unlock()
+	return c.JSON(http.StatusOK, v)
+}
+
+// owned returns the payment id of the caller's merchant; the caller holds g.mu.
+func (g *Gateway) owned(goid, id int64) (*payment, error) {
+	p := g.payments[id]
+	if p == nil {
+		return nil, errNotFound(id)
+	}
+	if p.goid != goid {
+		return nil, errForbidden(fmt.Sprintf("payment %d belongs to another merchant", id))
+	}
+	return p, nil
+}
+
+func (g *Gateway) handleStatus(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p.view())
+}
+
+func (g *Gateway) handleRefund(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	raw := c.FormValue("amount")
+	if raw == "" {
+		return errField(codeMandatory, "amount", "amount is required")
+	}
+	amount, perr := strconv.ParseInt(raw, 10, 64)
+	if perr != nil || amount <= 0 {
+		return errField(codeWrongFormat, "amount", "amount must be a positive integer in minor units")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	if p.state != restbackend.StatePaid && p.state != restbackend.StatePartiallyRefunded {
+		return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeWrongState, ErrorName: nameRefundUnsupported,
+			Message: "payment in state " + p.state + " cannot be refunded", Description: "only PAID and PARTIALLY_REFUNDED payments can be refunded"})
+	}
+	if left := p.amount - p.refunded; amount > left {
+		return errField(codeInvalidRequest, "amount", fmt.Sprintf("amount %d exceeds what is left to refund (%d)", amount, left))
+	}
+	now := g.clock.Now()
+	p.refunded += amount
+	p.refunds = append(p.refunds, refund{amount: amount, at: now})
+	p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
+	if p.refunded == p.amount {
+		g.setState(p, restbackend.StateRefunded, "")
+	} else {
+		g.setState(p, restbackend.StatePartiallyRefunded, "")
+	}
+	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+}
+
+// refundView is one entry of GET /payments/payment/{id}/refunds.
+type refundView struct {
+	ID         int64  `json:"id"`
+	Amount     int64  `json:"amount"`
+	State      string `json:"state"`
+	DateCreate string `json:"date_create"`
+}
+
+func (g *Gateway) handleRefunds(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	out := []refundView{}
+	for i, r := range p.refunds {
+		out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, State: "FINISHED", DateCreate: r.at.In(prague).Format("2006-01-02")})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (g *Gateway) handleCapture(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var cr restbackend.CaptureRequest
+	body, _ := io.ReadAll(io.LimitReader(c.Request().Body, maxBody))
+	if strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+		if err := decodeJSON(body, &cr); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	if p.state != restbackend.StateAuthorized {
+		return refuse(http.StatusConflict, globalErr(codeCaptureFailed, "payment in state "+p.state+" has no authorization to capture"))
+	}
+	amount := cr.Amount
+	if amount == 0 {
+		for _, it := range cr.Items {
+			amount += it.Amount
+		}
+	}
+	if amount == 0 {
+		amount = p.authorized
+	}
+	if amount < 0 || amount > p.authorized {
+		return errField(codeCaptureFailed, "amount", fmt.Sprintf("capture amount %d must be between 1 and the authorized %d", amount, p.authorized))
+	}
+	now := g.clock.Now()
+	p.amount = amount // the rest of the hold is released
+	p.preauth.State = "CAPTURED"
+	g.settle(p, now)
+	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+}
+
+func (g *Gateway) handleVoidAuthorization(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	if p.state != restbackend.StateAuthorized {
+		return refuse(http.StatusConflict, globalErr(codeVoidAuthFailed, "payment in state "+p.state+" has no authorization to void"))
+	}
+	p.preauth.State = "CANCELED"
+	g.stopRecurrence(p)
+	g.setState(p, restbackend.StateCanceled, "")
+	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+}
+
+func (g *Gateway) handleVoidRecurrence(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	if p.recurrence == nil {
+		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not a recurring payment"))
+	}
+	if p.recurrence.RecurrenceState == "STOPPED" {
+		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "the recurrence is already stopped"))
+	}
+	p.recurrence.RecurrenceState = "STOPPED"
+	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+}
+
+func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var req restbackend.RecurrenceRequest
+	if err := readJSON(c, &req); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
+	now := g.clock.Now()
+	if p.recurrence == nil || p.recurrence.RecurrenceCycle != restbackend.CycleOnDemand {
+		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not an ON_DEMAND recurring payment"))
+	}
+	if p.recurrence.RecurrenceState == "STARTED" && !recurrenceEnd(p).IsZero() && !now.Before(recurrenceEnd(p)) {
+		p.recurrence.RecurrenceState = "STOPPED"
+	}
+	if p.recurrence.RecurrenceState != "STARTED" {
+		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "recurrence is "+p.recurrence.RecurrenceState+"; follow-ups need a paid initiating payment with a running recurrence"))
+	}
+	v := &validator{}
+	v.amountField("amount", req.Amount)
+	v.currencyField("currency", req.Currency)
+	if req.Currency != "" && currencies[req.Currency] && req.Currency != p.req.Currency {
+		v.add(codeWrongFormat, "currency", "currency must be the initiating payment's %s", p.req.Currency)
+	}
+	v.orderFields(req.OrderNumber, req.OrderDescription)
+	v.additionalParams(req.AdditionalParams)
+	v.itemList(req.Items)
+	if err := v.err(); err != nil {
+		return err
+	}
+	child := g.charge(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
+	return c.JSON(http.StatusOK, child.view())
+}
+
+// recurrenceEnd is the first instant after recurrence_date_to (Prague), or
+// zero when there is none.
+func recurrenceEnd(p *payment) time.Time {
+	if p.recurrence == nil || p.recurrence.RecurrenceDateTo == "" {
+		return time.Time{}
+	}
+	d, err := time.ParseInLocation("2006-01-02", p.recurrence.RecurrenceDateTo, prague)
+	if err != nil {
+		return time.Time{}
+	}
+	return d.AddDate(0, 0, 1)
+}
