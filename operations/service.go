@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -262,10 +261,3 @@ func (s *Service) touch(ctx context.Context, call *soapenc.Call) (*soapenc.Value
 	return soapenc.NewString("touchReturn", &r), nil
 }
 
-// methodCache holds the paymentMethodList reply for a short while.
-type methodCache struct {
-	mu      sync.Mutex
-	until   time.Time
-	value   []*soapenc.Value
-	loading chan struct{}
-}

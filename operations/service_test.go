@@ -127,8 +127,8 @@ func postSOAP(t *testing.T, h echo.HandlerFunc, body string) *httptest.ResponseR
 func TestTouchOverHTTP(t *testing.T) {
 	s, err := New(unitConfig())
 	require.NoError(t, err)
-	for _, f := range []string{"php-soapclient/touch.xml", "axis-1.4/touch.xml"} {
-		body, err := os.ReadFile("../testdata/operations/captures/" + f)
+	for _, f := range []string{"touch", "touch-axis"} {
+		body, err := os.ReadFile("../testdata/operations/" + f + "/request.xml")
 		require.NoError(t, err)
 		rec := postSOAP(t, s.SOAPHandler(), string(body))
 		assert.Equal(t, http.StatusOK, rec.Code, f)
