@@ -11,10 +11,8 @@ import (
 	"time"
 )
 
-// SKELETON: the interface and types are the contract; implementations are
-// filled in by the store work.
-
-// ErrNotFound is returned when no session exists for a payment.
+// ErrNotFound is returned when no session exists for a payment, or no
+// notification for an id.
 var ErrNotFound = errors.New("store: not found")
 
 // Session is what the bridge records per payment it creates.
@@ -56,11 +54,15 @@ type Store interface {
 
 	// Enqueue adds n to the outbox unless a notification with the same Key
 	// exists; it reports whether n was added. It is durable when it returns.
+	// A zero NextAttempt means due at once; a zero CreatedAt means now.
 	Enqueue(ctx context.Context, n Notification) (added bool, err error)
 	// Claim leases up to limit due notifications (NextAttempt <= now) to the
 	// caller for lease; no other caller gets them until the lease ends.
 	Claim(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]Notification, error)
-	// Delivered marks a claimed notification done.
+	// Delivered marks a claimed notification done (counting the attempt).
+	// Delivered, Retry and Dead change only a pending notification: on one
+	// already delivered or dead (a worker whose lease ran out reporting
+	// late) they do nothing; on an unknown id they return ErrNotFound.
 	Delivered(ctx context.Context, id int64) error
 	// Retry records a failed attempt and schedules the next one at next.
 	Retry(ctx context.Context, id int64, next time.Time, lastErr string) error

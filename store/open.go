@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+)
+
+// Open opens (creating and migrating when needed) the store named by dsn:
+//   - a postgres:// or postgresql:// URL, or a key=value DSN with host=,
+//     is a PostgreSQL database; its search_path (the search_path parameter
+//     or options=-csearch_path=...) selects the schema used;
+//   - anything else is an SQLite file path, optionally prefixed by file:
+//     (":memory:" gives a private in-memory store, for tests).
+func Open(ctx context.Context, dsn string) (Store, error) {
+	if dsn == "" {
+		return nil, fmt.Errorf("store: open: empty database name")
+	}
+	if isPostgres(dsn) {
+		return openPostgres(ctx, dsn)
+	}
+	return openSQLite(ctx, dsn)
+}
+
+func isPostgres(dsn string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return true
+	}
+	for _, f := range strings.Fields(dsn) {
+		if strings.HasPrefix(f, "host=") {
+			return true
+		}
+	}
+	return false
+}
+
+func openPostgres(ctx context.Context, dsn string) (Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, redactErr(fmt.Errorf("store: open postgres %s: %w", Redact(dsn), err), dsn)
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(8)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, redactErr(fmt.Errorf("store: connect postgres %s: %w", Redact(dsn), err), dsn)
+	}
+	if err := migrate(ctx, db, postgres); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return newSQLStore(postgres, db, db), nil
+}
+
+// sqliteParams are set on every SQLite connection: WAL lets readers run
+// beside the writer, busy_timeout makes a second process wait for the write
+// lock instead of failing, foreign keys are off by default in SQLite.
+// synchronous stays FULL (the default) so a committed Enqueue survives a
+// power loss.
+const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)"
+
+func openSQLite(ctx context.Context, dsn string) (Store, error) {
+	name := dsn
+	sep := "?"
+	if strings.Contains(name, "?") {
+		sep = "&"
+	}
+	memory := strings.TrimPrefix(strings.SplitN(name, "?", 2)[0], "file:") == ":memory:"
+
+	// SQLite has one writer. All writes go through one connection, so the
+	// goroutines of this process queue in database/sql instead of meeting
+	// SQLITE_BUSY; _txlock=immediate takes the write lock at BEGIN, so a
+	// transaction never has to upgrade a read lock (which busy_timeout
+	// cannot resolve in WAL mode).
+	w, err := sql.Open("sqlite", name+sep+sqliteParams+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
+	}
+	if err := migrate(ctx, w, sqlite); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if memory {
+		// Every connection to :memory: is a database of its own.
+		return newSQLStore(sqlite, w, w), nil
+	}
+	r, err := sql.Open("sqlite", name+sep+sqliteParams+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	return newSQLStore(sqlite, w, r), nil
+}
+
+var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// Redact returns dsn with any password replaced by "xxxxx", fit for logs
+// and error messages.
+func Redact(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			// Do not echo what we cannot take apart.
+			return strings.SplitN(dsn, "://", 2)[0] + "://(unparsable)"
+		}
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
+// redactErr hides the password of dsn in the message of err, should a
+// driver ever echo it; errors.Is and errors.As still see the cause.
+func redactErr(err error, dsn string) error {
+	if err == nil {
+		return nil
+	}
+	pw := password(dsn)
+	if pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), pw, "xxxxx"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func password(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				return pw
+			}
+		}
+		return u.Query().Get("password")
+	}
+	if m := kvPassword.FindStringSubmatch(dsn); m != nil {
+		return strings.Trim(m[2], "'")
+	}
+	return ""
+}

@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pressly/goose/v3"
+)
+
+// dialect is what differs between SQLite and PostgreSQL; the SQL itself is
+// written once, in the subset both understand.
+type dialect struct {
+	name  string
+	goose goose.Dialect
+	// dollar: placeholders are $1, $2... instead of ?.
+	dollar bool
+	// lockRows is appended to the row choice of Claim.
+	lockRows string
+	// timeArg turns a time into the column's representation.
+	timeArg func(time.Time) any
+}
+
+// sqliteTime is fixed-width so that SQLite's text comparison orders times.
+const sqliteTime = "2006-01-02T15:04:05.000000Z"
+
+var (
+	sqlite = &dialect{
+		name:    "sqlite",
+		goose:   goose.DialectSQLite3,
+		timeArg: func(t time.Time) any { return utc(t).Format(sqliteTime) },
+		// One writer at a time already: nothing to lock.
+	}
+	postgres = &dialect{
+		name:   "postgres",
+		goose:  goose.DialectPostgres,
+		dollar: true,
+		// Concurrent claimers pass over each other's rows instead of
+		// waiting for them, so each gets distinct rows.
+		lockRows: " FOR UPDATE SKIP LOCKED",
+		timeArg:  func(t time.Time) any { return utc(t) },
+	}
+)
+
+// utc is t in UTC at the microsecond precision both databases keep, so
+// what is read back equals what was written.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// rebind rewrites ? placeholders for dialects that number them. The
+// queries below hold no ? inside string literals.
+func (d *dialect) rebind(q string) string {
+	if !d.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+type queries struct {
+	saveSession, session                       string
+	enqueue, claim                             string
+	delivered, retry, dead, exists, countState string
+}
+
+const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at`
+const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at`
+
+func (d *dialect) queries() queries {
+	return queries{
+		saveSession: d.rebind(`INSERT INTO sessions (` + sessionCols + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (payment_id) DO UPDATE SET
+				parent_id = excluded.parent_id, goid = excluded.goid,
+				product_name = excluded.product_name, order_number = excluded.order_number,
+				amount = excluded.amount, currency = excluded.currency,
+				success_url = excluded.success_url, failed_url = excluded.failed_url,
+				created_at = excluded.created_at`),
+		session: d.rebind(`SELECT ` + sessionCols + ` FROM sessions WHERE payment_id = ?`),
+		enqueue: d.rebind(`INSERT INTO outbox
+				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?)
+			ON CONFLICT (dedupe_key) DO NOTHING`),
+		// One statement, so choosing rows and leasing them is atomic: on
+		// SQLite a write statement holds the write lock from its start, on
+		// PostgreSQL the chosen rows stay locked until the lease is written.
+		claim: d.rebind(`UPDATE outbox SET locked_until = ?, updated_at = ?
+			WHERE id IN (
+				SELECT id FROM outbox
+				WHERE state = 'pending' AND next_attempt <= ?
+					AND (locked_until IS NULL OR locked_until <= ?)
+				ORDER BY next_attempt, id
+				LIMIT ?` + d.lockRows + `)
+			RETURNING ` + outboxCols),
+		// Only a pending row changes: once delivered or dead, a late report
+		// from a worker whose lease ran out does not revive it.
+		delivered: d.rebind(`UPDATE outbox
+			SET state = 'delivered', attempts = attempts + 1, locked_until = NULL, updated_at = ?
+			WHERE id = ? AND state = 'pending'`),
+		retry: d.rebind(`UPDATE outbox
+			SET attempts = attempts + 1, next_attempt = ?, last_error = ?, locked_until = NULL, updated_at = ?
+			WHERE id = ? AND state = 'pending'`),
+		dead: d.rebind(`UPDATE outbox
+			SET state = 'dead', attempts = attempts + 1, last_error = ?, locked_until = NULL, updated_at = ?
+			WHERE id = ? AND state = 'pending'`),
+		exists:     d.rebind(`SELECT 1 FROM outbox WHERE id = ?`),
+		countState: `SELECT state, COUNT(*) FROM outbox GROUP BY state`,
+	}
+}
+
+// sqlStore is the Store on database/sql for both dialects. Writes go to w,
+// reads to r (the same pool except for SQLite files, where w is the single
+// writer connection).
+type sqlStore struct {
+	d    *dialect
+	q    queries
+	w, r *sql.DB
+}
+
+func newSQLStore(d *dialect, w, r *sql.DB) *sqlStore {
+	return &sqlStore{d: d, q: d.queries(), w: w, r: r}
+}
+
+// now is the time of bookkeeping columns (updated_at, default CreatedAt);
+// the times that decide behaviour come from the caller.
+var now = time.Now
+
+func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
+	if ss.CreatedAt.IsZero() {
+		ss.CreatedAt = now()
+	}
+	_, err := s.w.ExecContext(ctx, s.q.saveSession,
+		ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
+		ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("store: save session of payment %d: %w", ss.PaymentID, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error) {
+	var ss Session
+	err := s.r.QueryRowContext(ctx, s.q.session, paymentID).Scan(
+		&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
+		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("store: read session of payment %d: %w", paymentID, err)
+	}
+	return ss, nil
+}
+
+func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {
+	if n.Key == "" || n.URL == "" {
+		return false, fmt.Errorf("store: enqueue notification of payment %d: key and URL are required", n.PaymentID)
+	}
+	t := now()
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = t
+	}
+	if n.NextAttempt.IsZero() {
+		n.NextAttempt = n.CreatedAt // due at once
+	}
+	res, err := s.w.ExecContext(ctx, s.q.enqueue,
+		n.Key, n.GoID, n.PaymentID, n.URL,
+		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t))
+	if err != nil {
+		return false, fmt.Errorf("store: enqueue notification %q: %w", n.Key, err)
+	}
+	added, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: enqueue notification %q: %w", n.Key, err)
+	}
+	return added == 1, nil
+}
+
+func (s *sqlStore) Claim(ctx context.Context, at time.Time, limit int, lease time.Duration) ([]Notification, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("store: claim notifications: lease %v is not positive", lease)
+	}
+	rows, err := s.w.QueryContext(ctx, s.q.claim,
+		s.d.timeArg(at.Add(lease)), s.d.timeArg(now()), s.d.timeArg(at), s.d.timeArg(at), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: claim notifications: %w", err)
+	}
+	defer rows.Close()
+	var out []Notification
+	for rows.Next() {
+		var n Notification
+		if err := rows.Scan(&n.ID, &n.GoID, &n.PaymentID, &n.Key, &n.URL, &n.Attempts,
+			timeScan{&n.NextAttempt}, &n.LastError, timeScan{&n.CreatedAt}); err != nil {
+			return nil, fmt.Errorf("store: claim notifications: %w", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: claim notifications: %w", err)
+	}
+	// RETURNING gives no order; hand out the most overdue first.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextAttempt.Equal(out[j].NextAttempt) {
+			return out[i].NextAttempt.Before(out[j].NextAttempt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func (s *sqlStore) Delivered(ctx context.Context, id int64) error {
+	return s.finish(ctx, "mark delivered", id, s.q.delivered, s.d.timeArg(now()), id)
+}
+
+func (s *sqlStore) Retry(ctx context.Context, id int64, next time.Time, lastErr string) error {
+	return s.finish(ctx, "schedule retry of", id, s.q.retry,
+		s.d.timeArg(next), clip(lastErr), s.d.timeArg(now()), id)
+}
+
+func (s *sqlStore) Dead(ctx context.Context, id int64, lastErr string) error {
+	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr), s.d.timeArg(now()), id)
+}
+
+// finish runs an update of notification id that applies only to a pending
+// row. An update of a row already delivered or dead is a no-op; of a row
+// that does not exist, ErrNotFound.
+func (s *sqlStore) finish(ctx context.Context, what string, id int64, q string, args ...any) error {
+	res, err := s.w.ExecContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store: %s notification %d: %w", what, id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: %s notification %d: %w", what, id, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.r.QueryRowContext(ctx, s.q.exists, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: %s notification %d: %w", what, id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %s notification %d: %w", what, id, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Counts(ctx context.Context) (OutboxCounts, error) {
+	var c OutboxCounts
+	rows, err := s.r.QueryContext(ctx, s.q.countState)
+	if err != nil {
+		return c, fmt.Errorf("store: count outbox: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return c, fmt.Errorf("store: count outbox: %w", err)
+		}
+		switch state {
+		case "pending":
+			c.Pending = n
+		case "delivered":
+			c.Delivered = n
+		case "dead":
+			c.Dead = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("store: count outbox: %w", err)
+	}
+	return c, nil
+}
+
+func (s *sqlStore) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// maxLastError bounds what a failing e-shop can make us store per row.
+const maxLastError = 1000
+
+func clip(s string) string {
+	if len(s) <= maxLastError {
+		return s
+	}
+	s = s[:maxLastError]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// timeScan reads a time column: a time.Time from PostgreSQL, the
+// fixed-width UTC text from SQLite.
+type timeScan struct{ t *time.Time }
+
+func (ts timeScan) Scan(v any) error {
+	switch x := v.(type) {
+	case time.Time:
+		*ts.t = x.UTC()
+		return nil
+	case string:
+		return ts.parse(x)
+	case []byte:
+		return ts.parse(string(x))
+	}
+	return fmt.Errorf("time column holds %T", v)
+}
+
+func (ts timeScan) parse(s string) error {
+	t, err := time.Parse(sqliteTime, s)
+	if err != nil {
+		return fmt.Errorf("time column: %w", err)
+	}
+	*ts.t = t
+	return nil
+}
