@@ -1,0 +1,308 @@
+package operations
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/legacybridge/soapbridge/internal/testenv"
+	"github.com/legacybridge/soapbridge/store"
+)
+
+// obClock is a clock that moves only when told.
+type obClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newObClock() *obClock { return &obClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)} }
+
+func (c *obClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *obClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func openObStore(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func obNotification(shop string, id int64, key string) store.Notification {
+	return store.Notification{GoID: flGoID, PaymentID: id, Key: key,
+		URL: shop + "/notify?paymentSessionId=" + FormatInt(id) + "&key=" + url.QueryEscape(key)}
+}
+
+// The e-shop is down for a while: the notification is retried with backoff
+// and delivered once when it is back.
+func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
+	shop := newFlShop(t)
+	shop.fail = 3
+	clock := newObClock()
+	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
+	var backoffs []int
+	ob := NewOutbox(OutboxConfig{Store: st, Now: clock.Now, Backoff: func(n int) time.Duration {
+		backoffs = append(backoffs, n)
+		return time.Minute
+	}})
+	ctx := context.Background()
+	added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 1, "k1"))
+	require.NoError(t, err)
+	require.True(t, added)
+
+	for range 3 {
+		n, err := ob.RunOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		n, err = ob.RunOnce(ctx) // not due yet
+		require.NoError(t, err)
+		require.Equal(t, 0, n)
+		clock.Advance(time.Minute)
+	}
+	n, err := ob.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	assert.Equal(t, []int{1, 2, 3}, backoffs)
+	assert.Equal(t, 4, shop.calls)
+	assert.Len(t, shop.received(), 1)
+	c, err := st.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, store.OutboxCounts{Delivered: 1}, c)
+	clock.Advance(time.Hour)
+	n, err = ob.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "a delivered notification is not sent again")
+}
+
+// What the e-shop never takes is retried for 24 hours, then kept as dead
+// with a log line.
+func TestOutboxGivesUpAfterMaxAge(t *testing.T) {
+	shop := newFlShop(t)
+	shop.fail = 1 << 30
+	clock := newObClock()
+	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
+	core, logs := observer.New(zap.InfoLevel)
+	ob := NewOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core)})
+	ctx := context.Background()
+	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 2, "k2"))
+	require.NoError(t, err)
+
+	start := clock.Now()
+	for i := 0; i < 400; i++ {
+		c, err := st.Counts(ctx)
+		require.NoError(t, err)
+		if c.Dead == 1 {
+			break
+		}
+		_, err = ob.RunOnce(ctx)
+		require.NoError(t, err)
+		clock.Advance(10 * time.Minute)
+	}
+	c, err := st.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, store.OutboxCounts{Dead: 1}, c)
+	assert.GreaterOrEqual(t, clock.Now().Sub(start), 24*time.Hour, "retried for at least 24 hours")
+	assert.Less(t, clock.Now().Sub(start), 25*time.Hour, "given up soon after")
+	dead := logs.FilterMessage("notification dead: e-shop did not take it").All()
+	require.Len(t, dead, 1)
+	assert.Equal(t, "k2", dead[0].ContextMap()["key"])
+	// Backoff grows: far fewer attempts than minutes in a day.
+	assert.Less(t, shop.calls, 200)
+	assert.Greater(t, shop.calls, 10)
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 12: 10 * time.Minute, 100: 10 * time.Minute} {
+		for range 20 {
+			d := DefaultBackoff(n)
+			assert.GreaterOrEqual(t, d, want/2, n)
+			assert.LessOrEqual(t, d, want, n)
+		}
+	}
+}
+
+// blockingTransport holds every request until its context ends: a worker
+// stuck in delivery when its process dies.
+type blockingTransport struct{ started chan struct{} }
+
+func (b blockingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.started <- struct{}{}
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// A worker claims a notification and dies before delivering it: another
+// process on the same store delivers it once the lease has ended.
+func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
+	shop := newFlShop(t)
+	clock := newObClock()
+	dsn := filepath.Join(t.TempDir(), "o.db")
+	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
+	bt := blockingTransport{started: make(chan struct{}, 1)}
+	const lease = 2 * time.Minute
+	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: bt}})
+	b := NewOutbox(OutboxConfig{Store: stB, Now: clock.Now, Lease: lease})
+	ctx := context.Background()
+	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 3, "k3"))
+	require.NoError(t, err)
+
+	actx, die := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		n, _ := a.RunOnce(actx)
+		done <- n
+	}()
+	<-bt.started
+	die() // the process dies mid-delivery, nothing is recorded
+	require.Equal(t, 1, <-done)
+
+	n, err := b.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "still leased to the dead worker")
+	clock.Advance(lease)
+	n, err = b.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Len(t, shop.received(), 1)
+	c, err := stB.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, store.OutboxCounts{Delivered: 1}, c)
+}
+
+func TestOutboxDuplicatesCollapse(t *testing.T) {
+	shop := newFlShop(t)
+	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
+	ob := NewOutbox(OutboxConfig{Store: st})
+	ctx := context.Background()
+	for i := range 3 {
+		added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 4, "8123456789:4:PAID:"))
+		require.NoError(t, err)
+		assert.Equal(t, i == 0, added)
+	}
+	n, err := ob.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	// Even after delivery the same change is not announced again.
+	added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 4, "8123456789:4:PAID:"))
+	require.NoError(t, err)
+	assert.False(t, added)
+	n, err = ob.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	assert.Len(t, shop.received(), 1)
+}
+
+// Two bridge processes share one database and a burst of notifications
+// arrives at both: each notification reaches the e-shop exactly once.
+func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
+	for name, dsn := range map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "o.db") },
+		"postgres": obPostgresDSN,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := dsn(t)
+			shop := newFlShop(t)
+			shop.ch = make(chan url.Values, 1000)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var workers []*Outbox
+			for range 2 {
+				ob := NewOutbox(OutboxConfig{Store: openObStore(t, d), Poll: 10 * time.Millisecond, Batch: 4})
+				workers = append(workers, ob)
+				wg.Add(1)
+				go func() { defer wg.Done(); ob.Run(ctx) }()
+			}
+			defer func() { cancel(); wg.Wait() }()
+
+			const burst = 120
+			var ewg sync.WaitGroup
+			for i := range burst {
+				ewg.Add(1)
+				go func() {
+					defer ewg.Done()
+					key := fmt.Sprintf("%d:%d:PAID:", flGoID, i)
+					n := obNotification(shop.srv.URL, int64(i), key)
+					// Each change is announced twice, once to each process.
+					_, err := workers[0].Enqueue(ctx, n)
+					assert.NoError(t, err)
+					_, err = workers[1].Enqueue(ctx, n)
+					assert.NoError(t, err)
+				}()
+			}
+			ewg.Wait()
+			st := openObStore(t, d)
+			require.Eventually(t, func() bool {
+				c, err := st.Counts(ctx)
+				return err == nil && c.Delivered == burst
+			}, 60*time.Second, 20*time.Millisecond)
+			seen := map[string]int{}
+			for _, q := range shop.received() {
+				seen[q.Get("key")]++
+			}
+			assert.Len(t, seen, burst)
+			for k, n := range seen {
+				assert.Equal(t, 1, n, k)
+			}
+			c, err := st.Counts(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, store.OutboxCounts{Delivered: burst}, c)
+		})
+	}
+}
+
+// obPostgresDSN gives the test a schema of its own in the test database.
+func obPostgresDSN(t *testing.T) string {
+	base := testenv.PostgresDSN(t)
+	b := make([]byte, 6)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	schema := "soapbridge_flows_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", base)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE SCHEMA ` + schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err == nil {
+			_, err = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	if strings.Contains(base, "://") {
+		u, err := url.Parse(base)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return base + " search_path=" + schema
+}
