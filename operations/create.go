@@ -307,8 +307,8 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		p, err := s.gw.PaymentStatus(ctx, m.credentials(), parentID)
 		if err != nil {
 			err = s.gatewayFailed("payment status", m.GoID, parentID, err)
-			if errors.As(err, new(*refusal)) {
-				return fail(err.(*refusal))
+			if r, ok := err.(*refusal); ok {
+				return fail(r)
 			}
 			return nil, err
 		}
@@ -328,8 +328,8 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	child, err := s.gw.CreateRecurrence(ctx, m.credentials(), parentID, req)
 	if err != nil {
 		err = s.gatewayFailed("create recurrence", m.GoID, parentID, err)
-		if errors.As(err, new(*refusal)) {
-			return fail(err.(*refusal))
+		if r, ok := err.(*refusal); ok {
+			return fail(r)
 		}
 		return nil, err
 	}

@@ -171,11 +171,11 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	} else {
 		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
 		if err != nil {
-			if err := s.gatewayFailed("payment status", m.GoID, id, err); errors.As(err, new(*refusal)) {
-				return fail(err.(*refusal))
-			} else {
-				return nil, err
+			err = s.gatewayFailed("payment status", m.GoID, id, err)
+			if r, ok := err.(*refusal); ok {
+				return fail(r)
 			}
+			return nil, err
 		}
 		payCurrency = p.Currency
 	}

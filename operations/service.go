@@ -260,4 +260,3 @@ func (s *Service) touch(ctx context.Context, call *soapenc.Call) (*soapenc.Value
 	r := TouchReply
 	return soapenc.NewString("touchReturn", &r), nil
 }
-

@@ -1,0 +1,246 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/store"
+)
+
+func TestAllowedMethods(t *testing.T) {
+	cases := []struct {
+		list, def string
+		want      restbackend.Payer
+		err       string
+	}{
+		{list: "", def: "", want: restbackend.Payer{}},
+		{list: "cz_kb,eu_gp_u", def: "cz_kb", want: restbackend.Payer{
+			AllowedPaymentInstruments: []string{"BANK_ACCOUNT", "PAYMENT_CARD"}, AllowedSwifts: []string{"KOMBCZPP"},
+			DefaultPaymentInstrument: "BANK_ACCOUNT", DefaultSwift: "KOMBCZPP"}},
+		// Three card codes are one instrument; eu_bank lifts the bank restriction.
+		{list: " eu_gp_u , eu_gp_kb,eu_om,cz_rb,eu_bank", def: "eu_om", want: restbackend.Payer{
+			AllowedPaymentInstruments: []string{"PAYMENT_CARD", "BANK_ACCOUNT"}, DefaultPaymentInstrument: "PAYMENT_CARD"}},
+		{list: "SUPERCASH,eu_psc,eu_paypal,eu_gp_w,eu_pr_sms,cz_mp", want: restbackend.Payer{
+			AllowedPaymentInstruments: []string{"SUPERCASH", "PAYSAFECARD", "PAYPAL", "GOPAY", "PRSMS", "MPAYMENT"}}},
+		{list: "cz_kb,nope", err: `unknown payment channel "nope" in paymentChannels`},
+		{def: "nope", err: `unknown payment channel "nope" in defaultPaymentChannel`},
+	}
+	for _, tc := range cases {
+		p, err := allowedMethods(tc.list, tc.def)
+		if tc.err != "" {
+			assert.EqualError(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, *p, tc.list)
+	}
+}
+
+func TestLegacyCode(t *testing.T) {
+	cases := []struct{ in, swift, want string }{
+		{"PAYMENT_CARD", "", "eu_gp_u"},
+		{"BANK_ACCOUNT", "KOMBCZPP", "cz_kb"},
+		{"BANK_ACCOUNT", "tatrskbx", "sk_tatrabank"},
+		{"BANK_ACCOUNT", "CEKOCZPP", "eu_bank"}, // a bank without a legacy button
+		{"BANK_ACCOUNT", "", "eu_bank"},
+		{"GOPAY", "", "eu_gp_w"},
+		{"SUPERCASH", "", "SUPERCASH"},
+	}
+	for _, tc := range cases {
+		got, ok := legacyCode(tc.in, tc.swift)
+		assert.True(t, ok)
+		assert.Equal(t, tc.want, got, tc.in+" "+tc.swift)
+	}
+	for _, in := range []string{"", "APPLE_PAY", "BITCOIN"} {
+		_, ok := legacyCode(in, "")
+		assert.False(t, ok, in)
+	}
+	// Every legacy code maps to REST and back to a code of the same channel.
+	for _, c := range channels {
+		back, ok := legacyCode(c.Instrument, c.Swift)
+		require.True(t, ok)
+		bc, _ := channelByCode(back)
+		assert.Equal(t, c.Instrument, bc.Instrument, c.Code)
+		assert.Equal(t, c.Swift, bc.Swift, c.Code)
+	}
+}
+
+func TestStatusFromPayment(t *testing.T) {
+	p := &restbackend.Payment{
+		ID: 3000000005, ParentID: 3000000001, OrderNumber: "7", State: "PAYMENT_METHOD_CHOSEN", SubState: "_101",
+		Amount: 100, Currency: "EUR", PaymentInstrument: "BANK_ACCOUNT",
+		Payer:            &restbackend.Payer{BankAccount: &restbackend.BankAccount{BIC: "SUBASKBX"}},
+		AdditionalParams: []restbackend.AdditionalParam{{Name: "p2", Value: "two"}, {Name: "x", Value: "ignored"}},
+		Recurrence:       &restbackend.Recurrence{RecurrenceCycle: "DAY"},
+		Preauthorization: &restbackend.Preauthorization{Requested: true},
+	}
+	st := statusFromPayment(p, testMerchant(), nil)
+	assert.Equal(t, "101", *st.SessionSubState)
+	assert.Contains(t, *st.SessionSubStateDesc, "online")
+	assert.Equal(t, "sk_vubbank", *st.PaymentChannel)
+	assert.Nil(t, st.P[0])
+	assert.Equal(t, "two", *st.P[1])
+	assert.Equal(t, int64(3000000001), *st.ParentID)
+	assert.True(t, *st.PreAuthorization)
+	assert.True(t, *st.RecurrentPayment)
+	assert.Nil(t, st.ProductName, "no session: productName absent")
+	assert.Equal(t, int64(testGoID), *st.GoID)
+	assert.Equal(t, "payment declined", subStateDesc("5099"))
+	assert.Equal(t, "", subStateDesc("42"))
+}
+
+func TestGatewayErrorClassification(t *testing.T) {
+	refusal409 := &restbackend.APIError{Status: 409, Body: restbackend.ErrorBody{Errors: []restbackend.ErrorItem{
+		{Scope: "F", Field: "amount", ErrorCode: 111, ErrorName: "WRONG_FORMAT", Message: "bad"}}}}
+	var r *refusal
+	require.ErrorAs(t, gatewayError(refusal409), &r)
+	assert.Equal(t, "payment gateway refused the request (HTTP 409 Conflict); error 111 WRONG_FORMAT field amount: bad", r.desc)
+
+	for _, err := range []error{
+		&restbackend.APIError{Status: 500},
+		&restbackend.APIError{Status: 503},
+		&restbackend.TransportError{Op: "refund", Timeout: true, Err: errors.New("deadline exceeded at 10.0.0.1")},
+		&restbackend.MalformedError{Op: "status", Status: 200, Err: errors.New("bad json")},
+		context.Canceled,
+	} {
+		var f *soapenc.Fault
+		require.ErrorAs(t, gatewayError(err), &f, "%v", err)
+		assert.Equal(t, "Server", f.Code)
+		assert.Equal(t, "payment gateway unavailable", f.String)
+	}
+}
+
+// failStore fails every session write.
+type failStore struct{ store.Store }
+
+func (failStore) SaveSession(ctx context.Context, s store.Session) error {
+	return errors.New("disk full")
+}
+
+// A payment created while the session cannot be recorded is answered with
+// a Server fault: it stays unpaid and nobody is sent to pay it.
+func TestCreatePaymentStoreFailure(t *testing.T) {
+	h := newHarness(t)
+	h.svc.store = failStore{h.st}
+	call := decodeFile(t, filepath.Join(goldenDir, "createPayment", "request.xml"))
+	_, err := h.svc.Invoke(context.Background(), call)
+	var f *soapenc.Fault
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, "Server", f.Code)
+	assert.Equal(t, "session store unavailable", f.String)
+	assert.Contains(t, h.rec.String(), "POST /api/payments/payment\n")
+}
+
+// A recurring child may already be charged: a failed session write still
+// answers success, and its status inherits productName from the parent.
+func TestCreateRecurrentPaymentStoreFailure(t *testing.T) {
+	h := newHarness(t)
+	recurringPaid(h)
+	h.svc.store = failStore{h.st}
+	call := decodeFile(t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml"))
+	resp, err := h.svc.Invoke(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, CallCompleted, resp.Return.Field("result").Text)
+	child, _, _ := resp.Return.Field("paymentSessionId").Int64()
+
+	_, err = h.st.Session(context.Background(), child)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	st, err := h.svc.statusFor(context.Background(), h.svc.merchants[testGoID], child)
+	require.NoError(t, err)
+	assert.Equal(t, "Objednávka č. 42 – žluťoučký kůň", *st.ProductName)
+	assert.Equal(t, int64(3000000001), *st.ParentID)
+}
+
+func TestPaymentMethodListCached(t *testing.T) {
+	h := newHarness(t)
+	now := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	h.svc.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	call := &soapenc.Call{Operation: soapenc.QName{Space: NSInput, Local: "paymentMethodList"}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := h.svc.Invoke(context.Background(), call)
+			assert.NoError(t, err)
+			assert.NotEmpty(t, resp.Return.Fields)
+		}()
+	}
+	wg.Wait()
+	gets := func() int {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		n := 0
+		for _, c := range h.rec.calls {
+			if len(c) > 4 && c[:4] == "GET " {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 1, gets(), "concurrent callers share one load")
+	mu.Lock()
+	now = now.Add(methodTTL + time.Second)
+	mu.Unlock()
+	_, err := h.svc.Invoke(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, 2, gets(), "reloaded after the TTL")
+}
+
+// A failed load is not cached.
+func TestPaymentMethodListGatewayDown(t *testing.T) {
+	h := newHarness(t)
+	h.rec.down = true
+	call := &soapenc.Call{Operation: soapenc.QName{Space: NSInput, Local: "paymentMethodList"}}
+	_, err := h.svc.Invoke(context.Background(), call)
+	var f *soapenc.Fault
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, "Server", f.Code)
+	h.rec.down = false
+	_, err = h.svc.Invoke(context.Background(), call)
+	require.NoError(t, err)
+}
+
+func TestCreatePaymentValidation(t *testing.T) {
+	s, err := New(unitConfig())
+	require.NoError(t, err)
+	base := func() *paymentCommand {
+		return &paymentCommand{TotalPrice: ptr(int64(100)), Currency: "CZK", OrderNumber: "1", ProductName: "x",
+			SuccessURL: "https://e/s", FailedURL: "https://e/f"}
+	}
+	cases := map[string]struct {
+		edit func(*paymentCommand)
+		want string
+	}{
+		"price":       {func(c *paymentCommand) { c.TotalPrice = ptr(int64(0)) }, "totalPrice must be a positive"},
+		"currency":    {func(c *paymentCommand) { c.Currency = " " }, "missing paymentCommand.currency"},
+		"successURL":  {func(c *paymentCommand) { c.SuccessURL = "/s" }, "successURL must be an absolute"},
+		"no cycle":    {func(c *paymentCommand) { c.RecurrentPayment = ptr(true) }, "recurrenceCycle is missing"},
+		"bad cycle":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "YEAR" }, "DAY, WEEK, MONTH or ON_DEMAND"},
+		"no period":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "MONTH" }, "recurrencePeriod is required"},
+		"bad date to": {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "ON_DEMAND"; c.RecurrenceDateTo = "31.12.2027" }, "yyyy-MM-dd"},
+	}
+	for name, tc := range cases {
+		c := base()
+		tc.edit(c)
+		_, r := s.paymentRequest(c, testGoID)
+		require.NotNil(t, r, name)
+		assert.Contains(t, r.desc, tc.want, name)
+	}
+	c := base()
+	c.RecurrentPayment, c.RecurrenceCycle, c.RecurrencePeriod = ptr(true), "month", ptr(int64(1))
+	req, r := s.paymentRequest(c, testGoID)
+	require.Nil(t, r)
+	assert.Equal(t, &restbackend.Recurrence{RecurrenceCycle: "MONTH", RecurrencePeriod: 1}, req.Recurrence)
+	assert.Nil(t, req.Payer, "no channels and no customer: no payer")
+}
