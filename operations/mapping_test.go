@@ -222,13 +222,17 @@ func TestCreatePaymentValidation(t *testing.T) {
 		edit func(*paymentCommand)
 		want string
 	}{
-		"price":       {func(c *paymentCommand) { c.TotalPrice = ptr(int64(0)) }, "totalPrice must be a positive"},
-		"currency":    {func(c *paymentCommand) { c.Currency = " " }, "missing paymentCommand.currency"},
-		"successURL":  {func(c *paymentCommand) { c.SuccessURL = "/s" }, "successURL must be an absolute"},
-		"no cycle":    {func(c *paymentCommand) { c.RecurrentPayment = ptr(true) }, "recurrenceCycle is missing"},
-		"bad cycle":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "YEAR" }, "DAY, WEEK, MONTH or ON_DEMAND"},
-		"no period":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "MONTH" }, "recurrencePeriod is required"},
-		"bad date to": {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "ON_DEMAND"; c.RecurrenceDateTo = "31.12.2027" }, "yyyy-MM-dd"},
+		"price":      {func(c *paymentCommand) { c.TotalPrice = ptr(int64(0)) }, "totalPrice must be a positive"},
+		"currency":   {func(c *paymentCommand) { c.Currency = " " }, "missing paymentCommand.currency"},
+		"successURL": {func(c *paymentCommand) { c.SuccessURL = "/s" }, "successURL must be an absolute"},
+		"no cycle":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true) }, "recurrenceCycle is missing"},
+		"bad cycle":  {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "YEAR" }, "DAY, WEEK, MONTH or ON_DEMAND"},
+		"no period":  {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "MONTH" }, "recurrencePeriod is required"},
+		"bad date to": {func(c *paymentCommand) {
+			c.RecurrentPayment = ptr(true)
+			c.RecurrenceCycle = "ON_DEMAND"
+			c.RecurrenceDateTo = "31.12.2027"
+		}, "yyyy-MM-dd"},
 	}
 	for name, tc := range cases {
 		c := base()
