@@ -60,6 +60,13 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	return e
 }
 
+// with returns e reporting to t (for subtests).
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 func (e *env) getToken(id, secret, scope string) string {
 	e.t.Helper()
 	st, body := e.tokenCall(id, secret, scope)

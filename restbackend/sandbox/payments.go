@@ -386,19 +386,19 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	raw := c.FormValue("amount")
+	raw := c.FormValue("amount") // parsed before locking: it reads the body
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.owned(goidOf(c), id)
+	if err != nil {
+		return err
+	}
 	if raw == "" {
 		return errField(codeMandatory, "amount", "amount is required")
 	}
 	amount, perr := strconv.ParseInt(raw, 10, 64)
 	if perr != nil || amount <= 0 {
 		return errField(codeWrongFormat, "amount", "amount must be a positive integer in minor units")
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
 	}
 	if p.state != restbackend.StatePaid && p.state != restbackend.StatePartiallyRefunded {
 		return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeWrongState, ErrorName: nameRefundUnsupported,
