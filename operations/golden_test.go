@@ -206,6 +206,7 @@ var goldenCases = []struct {
 	{name: "paymentStatus-bad-signature", setup: paid},
 	{name: "paymentStatus-unknown-goid", setup: paid},
 	{name: "paymentStatus-missing-goid", setup: paid},
+	{name: "paymentStatus-not-a-number", setup: paid},
 	{name: "paymentStatus-not-found", setup: paid},
 	{name: "paymentStatus-gateway-down", setup: paid, down: true, status: 500},
 	{name: "paymentStatusWCust", setup: paid},
@@ -234,7 +235,7 @@ var goldenCases = []struct {
 // purpose (-update leaves them alone).
 var unsigned = map[string]bool{
 	"paymentStatus-bad-signature": true, "paymentStatus-unknown-goid": true,
-	"paymentStatus-missing-goid": true, "createBuyer": true,
+	"paymentStatus-missing-goid": true, "paymentStatus-not-a-number": true, "createBuyer": true,
 }
 
 func TestGolden(t *testing.T) {
