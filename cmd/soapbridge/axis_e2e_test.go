@@ -165,7 +165,7 @@ func TestAxisScenarios(t *testing.T) {
 	requireJava(t)
 	b := startBridge(t)
 	java, cp := axisClasspath(t, b)
-	runScenarios(t, func(t *testing.T, name string, args ...string) (facts, error) {
+	runScenarios(t, b, func(t *testing.T, name string, args ...string) (facts, error) {
 		return runAxis(t, java, cp, b, append([]string{name}, args...)...)
 	})
 }

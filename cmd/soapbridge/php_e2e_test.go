@@ -63,7 +63,7 @@ func TestPHPSignatureSelfcheck(t *testing.T) {
 func TestPHPScenarios(t *testing.T) {
 	php := requirePHP(t)
 	b := startBridge(t)
-	runScenarios(t, func(t *testing.T, name string, args ...string) (facts, error) {
+	runScenarios(t, b, func(t *testing.T, name string, args ...string) (facts, error) {
 		return runPHP(t, php, b, "scenarios.php", append([]string{name}, args...)...)
 	})
 }

@@ -79,7 +79,19 @@ func (f facts) created(t *testing.T) {
 type scenario struct {
 	name  string
 	check func(t *testing.T, f facts)
+	// restCalls, when set, is checked against the bridge's log of the
+	// scenario: whether the bridge called the REST gateway at all.
+	restCalls *bool
 }
+
+// restCallMark is what the REST client logs (at debug level) for each
+// gateway call: the path under the REST root.
+const restCallMark = "/payments/payment"
+
+var (
+	yes = true
+	no  = false
+)
 
 var scenarios = []scenario{
 	{"card_paid", func(t *testing.T, f facts) {
@@ -87,25 +99,25 @@ var scenarios = []scenario{
 		f.signedStatus(t, "status", "PAID")
 		f.eq(t, "status.id", f["create.id"])
 		f.nonEmpty(t, "status.paymentChannel")
-	}},
+	}, &yes}, // proves the log probe of bad_signature can see REST calls
 	{"preauth_capture", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "authorized", "AUTHORIZED")
 		f.signedResult(t, "op", "FINISHED")
 		f.eq(t, "op.id", f["create.id"])
 		f.signedStatus(t, "status", "PAID")
-	}},
+	}, nil},
 	{"preauth_void", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "authorized", "AUTHORIZED")
 		f.signedResult(t, "op", "FINISHED")
 		f.signedStatus(t, "status", "CANCELED")
-	}},
+	}, nil},
 	{"refund_whole", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedResult(t, "op", "FINISHED")
 		f.signedStatus(t, "status", "REFUNDED")
-	}},
+	}, nil},
 	{"refund_partial", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedResult(t, "op", "FINISHED")
@@ -113,7 +125,7 @@ var scenarios = []scenario{
 			f.signedResult(t, "op2", "FINISHED")
 		}
 		f.signedStatus(t, "status", "PARTIALLY_REFUNDED")
-	}},
+	}, nil},
 	{"recurrence_on_demand", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "status", "PAID")
@@ -125,55 +137,65 @@ var scenarios = []scenario{
 		f.positive(t, "child.id")
 		assert.NotEqual(t, f["parent.id"], f["child.id"], "child has its own session id")
 		f.signedResult(t, "void", "FINISHED")
-	}},
+	}, nil},
 	{"payment_methods", func(t *testing.T, f facts) {
 		f.positive(t, "methods.count")
 		for _, code := range strings.Split(f["methods.codes"], ",") {
 			assert.NotEmpty(t, code, "every method has a code: %v", f)
 		}
-	}},
+	}, nil},
 	{"create_buyer", func(t *testing.T, f facts) {
 		f.eq(t, "buyer.result", "FAILED")
 		f.nonEmpty(t, "buyer.resultDescription")
-	}},
+	}, nil},
 	{"bad_signature", func(t *testing.T, f facts) {
 		f.eq(t, "create.result", "CALL_FAILED")
 		f.nonEmpty(t, "create.resultDescription")
 		f.eq(t, "status.result", "CALL_FAILED")
 		f.eq(t, "capture.result", "FAILED")
 		f.nonEmpty(t, "capture.resultDescription")
-	}},
+	}, &no}, // refused before any REST call
 	{"unknown_goid", func(t *testing.T, f facts) {
 		f.eq(t, "create.result", "CALL_FAILED")
 		f.nonEmpty(t, "create.resultDescription")
 		f.eq(t, "status.result", "CALL_FAILED")
-	}},
+		// Not signed with some other e-shop's key.
+		assert.NotEqual(t, "ok", f["create.sig"], "create.sig")
+	}, &no},
 	{"rest_validation", func(t *testing.T, f facts) {
 		f.eq(t, "long.result", "CALL_FAILED")
 		f.nonEmpty(t, "long.resultDescription")
 		f.eq(t, "currency.result", "CALL_FAILED")
 		f.nonEmpty(t, "currency.resultDescription")
-	}},
+	}, nil},
 	{"status_wcust", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "status", "PAID")
 		f.eq(t, "customer.email", "jan@example.cz")
 		f.eq(t, "customer.firstName", "Jan")
 		f.nonEmpty(t, "card.cardNumber")
-	}},
+	}, nil},
 }
 
 // runScenarios runs every scenario as its own subtest through run, which
-// executes one client process and returns its facts (nil if it failed hard).
-func runScenarios(t *testing.T, run func(t *testing.T, name string, args ...string) (facts, error)) {
+// executes one client process against b and returns its facts (nil if it
+// failed hard). Scenarios run one after the other, so the part of b's log
+// written meanwhile belongs to the scenario.
+func runScenarios(t *testing.T, b *bridgeProc, run func(t *testing.T, name string, args ...string) (facts, error)) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			from := b.log.Len()
 			f, err := run(t, sc.name)
 			if err != nil {
 				t.Errorf("client failed: %v", err)
 			}
 			if f != nil {
 				sc.check(t, f)
+			}
+			if sc.restCalls != nil {
+				log := b.log.String()[from:]
+				assert.Equal(t, *sc.restCalls, strings.Contains(log, restCallMark),
+					"REST gateway called (%q in the bridge log); log of the scenario:\n%s", restCallMark, log)
 			}
 		})
 	}
