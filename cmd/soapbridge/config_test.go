@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Secrets used by the config tests; no error text may contain them.
+const (
+	cfgSecret = "TopSecret-ClientSecret-XYZ"
+	cfgKey    = "TopSecret-SecureKey-0123456789"
+)
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func writeConfigFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "soapbridge.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
+	cfg, err := loadConfig(nil, envOf(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, ":8080", cfg.Listen)
+	assert.Equal(t, "/axis/EPaymentServiceV2", cfg.SOAPPath)
+	assert.Equal(t, int64(1<<20), cfg.MaxBodyBytes)
+	assert.Equal(t, "127.0.0.1:8090", cfg.SandboxListen)
+	assert.Equal(t, "soapbridge.db", cfg.Database)
+	assert.Equal(t, "https://testgw.gopay.cz/axis/EPaymentServiceV2", cfg.ServiceNamespace)
+	assert.Empty(t, cfg.GatewayURL)
+	assert.True(t, cfg.Demo)
+	assert.Equal(t, []Merchant{{GoID: 8123456789, ClientID: "sandbox-client", ClientSecret: "sandbox-secret",
+		SecureKey: "DemoSecureKey-0123456789", Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
+}
+
+func TestConfigDemoMerchantFromEnv(t *testing.T) {
+	cfg, err := loadConfig(nil, envOf(map[string]string{
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
+		"SOAPBRIDGE_CURRENCY": "eur", "SOAPBRIDGE_LANG": "en",
+		"SOAPBRIDGE_NOTIFICATION_URL": "https://shop.example/notify.php?x=1",
+	}), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.True(t, cfg.Demo)
+	assert.Equal(t, []Merchant{{GoID: 8000000001, ClientID: "sandbox-client", ClientSecret: "sandbox-secret",
+		SecureKey: cfgKey, Currency: "EUR", Lang: "EN", NotificationURL: "https://shop.example/notify.php?x=1"}}, cfg.Merchants)
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	file := writeConfigFile(t, `
+listen: "127.0.0.1:9000"
+soap_path: /file/path
+read_timeout: 7s
+max_body_bytes: 5000
+`)
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		listen string
+		path   string
+	}{
+		{"file", []string{"-config", file}, nil, "127.0.0.1:9000", "/file/path"},
+		{"file by env", nil, map[string]string{"SOAPBRIDGE_CONFIG": file}, "127.0.0.1:9000", "/file/path"},
+		{"env over file", []string{"-config", file}, map[string]string{"SOAPBRIDGE_LISTEN": "127.0.0.1:9001"}, "127.0.0.1:9001", "/file/path"},
+		{"flag over env", []string{"-config", file, "-listen", "127.0.0.1:9002"},
+			map[string]string{"SOAPBRIDGE_LISTEN": "127.0.0.1:9001", "SOAPBRIDGE_SOAP_PATH": "/env/path"}, "127.0.0.1:9002", "/env/path"},
+		{"flag config over env config", []string{"-config", file}, map[string]string{"SOAPBRIDGE_CONFIG": "/nonexistent.yaml"}, "127.0.0.1:9000", "/file/path"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadConfig(tc.args, envOf(tc.env), &bytes.Buffer{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.listen, cfg.Listen)
+			assert.Equal(t, tc.path, cfg.SOAPPath)
+			assert.Equal(t, 7*time.Second, cfg.ReadTimeout)
+			assert.Equal(t, int64(5000), cfg.MaxBodyBytes)
+			assert.Equal(t, file, cfg.ConfigFile)
+		})
+	}
+}
+
+func TestConfigFileMerchantsWithEnvOverride(t *testing.T) {
+	file := writeConfigFile(t, fmt.Sprintf(`
+gateway_url: https://gw.sandbox.example/api
+public_url: https://bridge.example/
+default_goid: 8000000002
+merchants:
+  - goid: 8000000001
+    client_id: one
+    client_secret: %[1]s-1
+    secure_key: %[2]s-1
+  - goid: 8000000002
+    client_id: two
+    client_secret: from-file-secret
+    secure_key: %[2]s-2
+    currency: eur
+    lang: sk
+    notification_url: https://shop2.example/notify
+`, cfgSecret, cfgKey))
+	cfg, err := loadConfig([]string{"-config", file}, envOf(map[string]string{
+		"SOAPBRIDGE_GOID":          "8000000002",
+		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret + "-2",
+	}), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.False(t, cfg.Demo)
+	assert.Equal(t, "https://bridge.example", cfg.PublicURL)
+	assert.Equal(t, int64(8000000002), cfg.DefaultGoID)
+	assert.Equal(t, []Merchant{
+		{GoID: 8000000001, ClientID: "one", ClientSecret: cfgSecret + "-1", SecureKey: cfgKey + "-1", Currency: "CZK", Lang: "CS"},
+		{GoID: 8000000002, ClientID: "two", ClientSecret: cfgSecret + "-2", SecureKey: cfgKey + "-2", Currency: "EUR", Lang: "SK",
+			NotificationURL: "https://shop2.example/notify"},
+	}, cfg.Merchants)
+
+	// A goid not in the file adds a merchant defined by the environment.
+	cfg, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
+		"SOAPBRIDGE_GOID": "8000000003", "SOAPBRIDGE_CLIENT_ID": "three",
+		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey,
+	}), &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Len(t, cfg.Merchants, 3)
+	assert.Equal(t, Merchant{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}, cfg.Merchants[2])
+}
+
+func TestConfigSingleMerchantByEnv(t *testing.T) {
+	cfg, err := loadConfig(nil, envOf(map[string]string{
+		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://bridge.example",
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_CLIENT_ID": "cid",
+		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey,
+	}), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.False(t, cfg.Demo)
+	assert.Equal(t, []Merchant{{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
+}
+
+func TestConfigErrors(t *testing.T) {
+	gateway := map[string]string{
+		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://bridge.example",
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_CLIENT_ID": "cid",
+		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey,
+	}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range gateway {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	twoMerchants := fmt.Sprintf(`
+merchants:
+  - {goid: 8000000001, client_id: a, client_secret: %[1]s, secure_key: %[2]s}
+  - {goid: 8000000002, client_id: b, client_secret: %[1]s, secure_key: %[2]s}
+`, cfgSecret, cfgKey)
+
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		file string
+		want string
+	}{
+		{name: "missing secret", env: with("SOAPBRIDGE_CLIENT_SECRET", ""), want: "merchant 8000000001: client secret missing (client_secret / SOAPBRIDGE_CLIENT_SECRET)"},
+		{name: "missing client id", env: with("SOAPBRIDGE_CLIENT_ID", ""), want: "merchant 8000000001: client id missing"},
+		{name: "short secure key", env: with("SOAPBRIDGE_SECURE_KEY", "short-"+cfgSecret[:5]), want: "merchant 8000000001: secure key must have at least 24 characters"},
+		{name: "short demo secure key", env: map[string]string{"SOAPBRIDGE_SECURE_KEY": "TopSecret"}, want: "secure key must have at least 24 characters"},
+		{name: "bad goid", env: with("SOAPBRIDGE_GOID", "81234x"), want: `SOAPBRIDGE_GOID: goid must be a positive integer, got "81234x"`},
+		{name: "negative goid", env: with("SOAPBRIDGE_GOID", "-5"), want: "goid must be a positive integer"},
+		{name: "bad goid in file", file: "merchants:\n  - {goid: -1, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
+			want: "merchant #1: goid must be a positive integer"},
+		{name: "non-numeric goid in file", file: "merchants:\n  - {goid: abc, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
+			want: "cannot unmarshal"},
+		{name: "duplicate goid", file: strings.ReplaceAll(twoMerchants, "8000000002", "8000000001"), env: map[string]string{}, want: "merchant 8000000001: listed twice"},
+		{name: "env merchant ambiguous", file: twoMerchants, env: map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret}, want: "SOAPBRIDGE_GOID is not"},
+		{name: "unknown key in file", file: "listen: :1\nlisten_port: 2\n", want: "field listen_port not found"},
+		{name: "missing file", args: []string{"-config", "/nonexistent/soapbridge.yaml"}, want: "config file"},
+		{name: "no merchant with gateway", env: map[string]string{"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://b.example"},
+			want: "no merchant configured"},
+		{name: "gateway without public url", env: with("SOAPBRIDGE_PUBLIC_URL", ""), want: "public URL is required with a real gateway"},
+		{name: "relative gateway url", env: with("SOAPBRIDGE_GATEWAY_URL", "gw.example/api"), want: "gateway URL: not an absolute http(s) URL"},
+		{name: "public url with credentials", env: with("SOAPBRIDGE_PUBLIC_URL", "https://user:"+cfgSecret+"@b.example"), want: "public URL: must not carry user info"},
+		{name: "bad currency", env: with("SOAPBRIDGE_CURRENCY", "KORUNA"), want: `currency "KORUNA" is not a 3-letter code`},
+		{name: "bad lang", env: with("SOAPBRIDGE_LANG", "cze"), want: `language "CZE" is not a 2-letter code`},
+		{name: "bad notification url", env: with("SOAPBRIDGE_NOTIFICATION_URL", "ftp://x"), want: "notification URL: not an absolute http(s) URL"},
+		{name: "unknown default goid", env: with("SOAPBRIDGE_DEFAULT_GOID", "1"), want: "default goid 1 is not a configured merchant"},
+		{name: "bad listen", args: []string{"-listen", "8080"}, want: `listen: "8080" is not host:port`},
+		{name: "bad soap path", env: map[string]string{"SOAPBRIDGE_SOAP_PATH": "axis"}, want: "SOAP path"},
+		{name: "bad duration", env: map[string]string{"SOAPBRIDGE_READ_TIMEOUT": "soon"}, want: "SOAPBRIDGE_READ_TIMEOUT: not a duration"},
+		{name: "bad flag integer", args: []string{"-max-body-bytes", "1M"}, want: "flag -max-body-bytes: not an integer"},
+		{name: "zero body limit", env: map[string]string{"SOAPBRIDGE_MAX_BODY_BYTES": "0"}, want: "max body bytes must be positive"},
+		{name: "bad log level", env: map[string]string{"SOAPBRIDGE_LOG_LEVEL": "loud"}, want: `log level: "loud"`},
+		{name: "bad log format", args: []string{"-log-format", "xml"}, want: `log format: "xml"`},
+		{name: "unknown flag", args: []string{"-client-secret", cfgSecret}, want: "flag provided but not defined: -client-secret"},
+		{name: "positional argument", args: []string{"serve"}, want: `unexpected argument "serve"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"-config", writeConfigFile(t, tc.file)}, args...)
+			}
+			var usage bytes.Buffer
+			_, err := loadConfig(args, envOf(tc.env), &usage)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			for _, secret := range []string{cfgSecret, cfgKey, "TopSecret"} {
+				assert.NotContains(t, err.Error(), secret)
+			}
+		})
+	}
+}
+
+func TestConfigReportsAllProblems(t *testing.T) {
+	_, err := loadConfig(nil, envOf(map[string]string{
+		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://bridge.example",
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": "x",
+	}), &bytes.Buffer{})
+	require.Error(t, err)
+	for _, want := range []string{"client id missing", "client secret missing", "secure key must have"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := loadConfig([]string{"-help"}, envOf(nil), &out)
+	assert.True(t, errors.Is(err, flag.ErrHelp))
+	for _, s := range settings {
+		assert.Contains(t, out.String(), "-"+s.flag)
+		assert.Contains(t, out.String(), s.env())
+	}
+	assert.Contains(t, out.String(), "SOAPBRIDGE_CLIENT_SECRET")
+	// run treats -help as success.
+	assert.NoError(t, run(t.Context(), []string{"-h"}, envOf(nil), &bytes.Buffer{}))
+}
+
+func TestMerchantStringHidesSecrets(t *testing.T) {
+	m := Merchant{GoID: 1, ClientID: "cid", ClientSecret: cfgSecret, SecureKey: cfgKey}
+	for _, s := range []string{fmt.Sprint(m), fmt.Sprintf("%+v", m), fmt.Sprintf("%#v", m), fmt.Sprintf("%v", []Merchant{m})} {
+		assert.NotContains(t, s, cfgSecret)
+		assert.NotContains(t, s, cfgKey)
+		assert.Contains(t, s, "cid")
+	}
+}

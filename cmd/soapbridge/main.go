@@ -1,0 +1,250 @@
+// Command soapbridge serves the retired EPaymentServiceV2 SOAP interface to
+// legacy e-shops and translates it to the payment gateway's REST interface.
+// Without a gateway URL it starts an embedded sandbox gateway, so that
+// `go run ./cmd/soapbridge` works offline.
+//
+// This package is configuration and wiring only; see config.go for the
+// settings and server.go for the HTTP stack.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/restbackend/sandbox"
+	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/store"
+	"github.com/legacybridge/soapbridge/wsdl"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soapbridge:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the bridge and serves until ctx ends, then shuts down
+// gracefully: in-flight requests finish (within the shutdown timeout), then
+// the outbox worker, the embedded sandbox and the store stop. Logs go to
+// stdout. It returns nil after a clean shutdown and for -help.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush at exit
+
+	var closers []func() // run in reverse order at the end
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	closers = append(closers, func() { ln.Close() })
+
+	gatewayURL := cfg.GatewayURL
+	if gatewayURL == "" {
+		sb, err := startSandbox(cfg, log)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() { sb.stop(cfg.ShutdownTimeout) })
+		gatewayURL = sb.url + "/api"
+		if cfg.Demo {
+			// Demo data only valid against the embedded sandbox; printed so
+			// that an e-shop can be pointed at the bridge at once.
+			m := cfg.Merchants[0]
+			log.Info("embedded sandbox demo merchant (demo credentials, not secrets)",
+				zap.Int64("goid", m.GoID), zap.String("client_id", m.ClientID),
+				zap.String("client_secret", m.ClientSecret), zap.String("secure_key", m.SecureKey))
+		}
+	}
+
+	st, err := store.Open(ctx, cfg.Database)
+	if err != nil {
+		return err // store errors redact passwords
+	}
+	closers = append(closers, func() {
+		if err := st.Close(); err != nil {
+			log.Warn("closing the store", zap.Error(err))
+		}
+	})
+
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + dialAddr(ln.Addr())
+	}
+	merchants := make([]operations.Merchant, len(cfg.Merchants))
+	goids := make([]int64, len(cfg.Merchants))
+	for i, m := range cfg.Merchants {
+		merchants[i] = operations.Merchant{
+			GoID: m.GoID, ClientID: m.ClientID, ClientSecret: m.ClientSecret, SecureKey: m.SecureKey,
+			Currency: m.Currency, Lang: m.Lang, NotificationURL: m.NotificationURL,
+		}
+		goids[i] = m.GoID
+	}
+	svc, err := operations.New(operations.Config{
+		Merchants:   merchants,
+		DefaultGoID: cfg.DefaultGoID,
+		Gateway: restbackend.New(restbackend.Config{
+			BaseURL:   gatewayURL,
+			Logger:    log.Named("gateway"),
+			UserAgent: "soapbridge",
+		}),
+		Store:            st,
+		Logger:           log.Named("operations"),
+		PublicURL:        publicURL,
+		ServiceNamespace: cfg.ServiceNamespace,
+		Limits:           soapenc.Limits{MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth, MaxRefs: cfg.MaxRefs},
+	})
+	if err != nil {
+		return err
+	}
+	flows := operations.NewFlows(svc, operations.FlowsConfig{})
+
+	e := newEcho(cfg, log)
+	e.POST(cfg.SOAPPath, svc.SOAPHandler())
+	e.GET(cfg.SOAPPath, wsdl.Handler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
+	e.GET("/healthz", healthz)
+	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
+	// bridge's own gateway callbacks (return, notify).
+	flows.Register(e)
+
+	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
+	var outboxDone sync.WaitGroup
+	outboxDone.Go(func() { flows.RunOutbox(outboxCtx) })
+	// Stops after the server has drained (closers run in reverse), so that
+	// notifications enqueued by the last requests are still picked up.
+	closers = append(closers, func() { stopOutbox(); outboxDone.Wait() })
+
+	srv := newHTTPServer(cfg, e, log)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	log.Info("listening",
+		zap.String("addr", ln.Addr().String()),
+		zap.String("soap_path", cfg.SOAPPath),
+		zap.String("wsdl", publicURL+cfg.SOAPPath+"?wsdl"),
+		zap.String("gateway", gatewayURL),
+		zap.String("database", store.Redact(cfg.Database)),
+		zap.Int64s("merchants", goids),
+		zap.String("config_file", cfg.ConfigFile),
+	)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", cfg.ShutdownTimeout, err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// sandboxServer is the embedded sandbox gateway on its own listener.
+type sandboxServer struct {
+	url string // http://host:port, reachable from this process
+	gw  *sandbox.Gateway
+	srv *http.Server
+}
+
+func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
+	ln, err := net.Listen("tcp", cfg.SandboxListen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded sandbox: listen %s: %w", cfg.SandboxListen, err)
+	}
+	ms := make([]sandbox.Merchant, len(cfg.Merchants))
+	for i, m := range cfg.Merchants {
+		ms[i] = sandbox.Merchant{GoID: m.GoID, ClientID: m.ClientID, ClientSecret: m.ClientSecret}
+	}
+	slog := log.Named("sandbox")
+	gw := sandbox.New(sandbox.Options{Merchants: ms, BaseURL: cfg.SandboxPublicURL, Logger: slog})
+	srv := &http.Server{
+		Handler:           gw,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          zap.NewStdLog(slog),
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
+	sb := &sandboxServer{url: "http://" + dialAddr(ln.Addr()), gw: gw, srv: srv}
+	slog.Info("embedded sandbox gateway started", zap.String("addr", ln.Addr().String()), zap.String("url", sb.url))
+	return sb, nil
+}
+
+func (s *sandboxServer) stop(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s.srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
+	s.gw.Close()
+}
+
+// dialAddr is a listener's address as a client on this host reaches it: an
+// unspecified IP (":8080", "0.0.0.0:8080") becomes localhost.
+func dialAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP == nil || tcp.IP.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// newLogger builds the zap logger of cfg writing to w.
+func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.TimeKey = "time"
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	ec.EncodeDuration = zapcore.StringDurationEncoder
+	var enc zapcore.Encoder
+	if cfg.LogFormat == "console" {
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		enc = zapcore.NewJSONEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+}
