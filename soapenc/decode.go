@@ -90,11 +90,10 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 	}
 	cs := ""
 	if contentType != "" {
-		mt, params, f := mediaType(contentType)
+		_, params, f := mediaType(contentType)
 		if f != nil {
 			return nil, f
 		}
-		_ = mt
 		cs = params["charset"]
 	}
 	body, f := toUTF8(body, cs)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/encoding/charmap"
@@ -385,4 +386,19 @@ func TestFaultNeverEchoesHugeInput(t *testing.T) {
 	name := strings.Repeat("n", 5000)
 	f := decodeFault(t, envelope("", call("op", `<`+name+` xsi:type="xsd:long">x</`+name+`>`)), FaultClient, "not a valid long")
 	require.Less(t, len(f.String), 200)
+}
+
+func TestHostileSharedHugeTextIsNotCopied(t *testing.T) {
+	// A large text value split by a comment (so the parser gives two text
+	// tokens) referenced many times must be joined once and then shared.
+	big := strings.Repeat("A", 64<<10)
+	var parts strings.Builder
+	for i := 0; i < 200; i++ {
+		parts.WriteString(`<s href="#t"/>`)
+	}
+	doc := envelope("", call("op", parts.String())+`<multiRef id="t" soapenc:root="0" xsi:type="xsd:string">`+big+`<!-- -->B</multiRef>`)
+	c := mustDecode(t, doc)
+	require.Len(t, c.Params, 200)
+	require.Equal(t, big+"B", c.Params[0].Text)
+	require.Same(t, unsafe.StringData(c.Params[0].Text), unsafe.StringData(c.Params[199].Text))
 }

@@ -186,7 +186,8 @@ func (e *encoder) appendQName(b []byte, q QName) []byte {
 		b = append(b, p...)
 		b = append(b, ':')
 	}
-	return append(b, q.Local...)
+	// Local comes from the caller or from decoded input: escape it.
+	return appendEscaped(b, q.Local, true)
 }
 
 func (e *encoder) value(b []byte, v *Value, name string) []byte {

@@ -15,6 +15,43 @@ type decoder struct {
 	elements int                       // elements under Header and Body
 	nodes    int                       // values created
 	budget   int                       // limit for nodes
+	texts    map[*etree.Element]string // joined text of elements with several text tokens
+}
+
+// text returns the character content of e. A single text token is shared,
+// not copied; joined text is kept, so a value referenced many times is
+// joined once and resolving references never copies text.
+func (d *decoder) text(e *etree.Element) string {
+	var first *etree.CharData
+	n := 0
+	for _, t := range e.Child {
+		if cd, ok := t.(*etree.CharData); ok {
+			if first == nil {
+				first = cd
+			}
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return first.Data
+	}
+	if s, ok := d.texts[e]; ok {
+		return s
+	}
+	var b strings.Builder
+	for _, t := range e.Child {
+		if cd, ok := t.(*etree.CharData); ok {
+			b.WriteString(cd.Data)
+		}
+	}
+	if d.texts == nil {
+		d.texts = map[*etree.Element]string{}
+	}
+	d.texts[e] = b.String()
+	return d.texts[e]
 }
 
 // index records every element with an id and counts elements. The tree
@@ -134,19 +171,12 @@ func (d *decoder) content(e *etree.Element, name string, deflt QName, depth int)
 		return v, nil
 	}
 
-	var text strings.Builder
 	children := 0
 	for _, t := range e.Child {
-		switch t := t.(type) {
-		case *etree.Element:
+		if _, ok := t.(*etree.Element); ok {
 			children++
-		case *etree.CharData:
-			if children == 0 {
-				text.WriteString(t.Data)
-			}
 		}
 	}
-
 	if isArray || children > 0 {
 		if simple {
 			return nil, clientFault("element " + quoteName(name) + " has child elements but a simple xsi:type")
@@ -172,7 +202,7 @@ func (d *decoder) content(e *etree.Element, name string, deflt QName, depth int)
 		return v, nil
 	}
 
-	s := text.String()
+	s := d.text(e)
 	switch {
 	case simple && kind != KindString:
 		v.Kind = kind

@@ -1,0 +1,126 @@
+package soapenc
+
+import (
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/beevik/etree"
+)
+
+func readCapture(b *testing.B, client, op string) []byte {
+	body, err := os.ReadFile(filepath.Join(testdataDir, "captures", client, op+".xml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+func benchDecode(b *testing.B, client string) {
+	body := readCapture(b, client, "createPayment")
+	lim := DefaultLimits()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(body, "text/xml; charset=utf-8", lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeAxisCreatePayment(b *testing.B) { benchDecode(b, "axis-1.4") }
+func BenchmarkDecodePHPCreatePayment(b *testing.B)  { benchDecode(b, "php-soapclient") }
+
+// Baseline: etree parsing the same body, nothing else.
+func BenchmarkBaselineEtreeParsePHPCreatePayment(b *testing.B) {
+	body := readCapture(b, "php-soapclient", "createPayment")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := etree.NewDocument().ReadFromBytes(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// xmlNode is a generic tree for the encoding/xml baseline.
+type xmlNode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Text    string     `xml:",chardata"`
+	Nodes   []xmlNode  `xml:",any"`
+}
+
+// Baseline: encoding/xml unmarshalling the same body into a generic tree.
+func BenchmarkBaselineEncodingXMLPHPCreatePayment(b *testing.B) {
+	body := readCapture(b, "php-soapclient", "createPayment")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var n xmlNode
+		if err := xml.Unmarshal(body, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodePaymentStatus(b *testing.B) {
+	r := paymentStatusReply()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := EncodeResponse(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The same reply built as an etree document, to justify the hand-written
+// encoder.
+func BenchmarkEncodePaymentStatusEtree(b *testing.B) {
+	r := paymentStatusReply()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeWithEtree(r).WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func encodeWithEtree(r *Response) *etree.Document {
+	doc := etree.NewDocument()
+	doc.CreateProcInst("xml", `version="1.0" encoding="UTF-8"`)
+	env := doc.CreateElement("soapenv:Envelope")
+	env.CreateAttr("xmlns:soapenv", NSEnvelope)
+	env.CreateAttr("xmlns:xsd", NSXSD)
+	env.CreateAttr("xmlns:xsi", NSXSI)
+	op := env.CreateElement("soapenv:Body").CreateElement("ns1:" + r.Operation + "Response")
+	op.CreateAttr("soapenv:encodingStyle", NSEncoding)
+	op.CreateAttr("xmlns:ns1", r.Namespace)
+	e := encoder{}
+	e.prefixes[0] = nsPrefix{r.Namespace, "ns1"}
+	e.n, e.next = 1, 2
+	e.collect(r.Return)
+	for _, p := range e.prefixes[1:e.n] {
+		op.CreateAttr("xmlns:"+p.prefix, p.ns)
+	}
+	var add func(parent *etree.Element, v *Value)
+	add = func(parent *etree.Element, v *Value) {
+		el := parent.CreateElement(v.Name)
+		t := typeOf(v)
+		el.CreateAttr("xsi:type", e.prefix(t.Space)+":"+t.Local)
+		if v.Nil {
+			el.CreateAttr("xsi:nil", "true")
+			return
+		}
+		for _, f := range v.Fields {
+			add(el, f)
+		}
+		if v.Kind != KindStruct && v.Kind != KindArray {
+			el.SetText(v.Text)
+		}
+	}
+	add(op, r.Return)
+	return doc
+}
