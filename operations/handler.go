@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"context"
 	"errors"
 
 	"github.com/labstack/echo/v4"
@@ -25,7 +26,10 @@ func (s *Service) SOAPHandler() echo.HandlerFunc {
 			soapenc.WriteFault(c.Response(), f)
 			return nil
 		}
-		resp, err := s.Invoke(req.Context(), call)
+		// A client that hangs up must not cut a gateway call short: a
+		// POST aborted midway has an unknown outcome, and the session write
+		// after it must still happen. The REST client's timeout bounds it.
+		resp, err := s.Invoke(context.WithoutCancel(req.Context()), call)
 		if err != nil {
 			var f *soapenc.Fault
 			if !errors.As(err, &f) {
