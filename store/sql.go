@@ -135,13 +135,12 @@ func newSQLStore(d *dialect, w, r *sql.DB) *sqlStore {
 	return &sqlStore{d: d, q: d.queries(), w: w, r: r}
 }
 
-// now is the time of bookkeeping columns (updated_at, default CreatedAt);
-// the times that decide behaviour come from the caller.
-var now = time.Now
+// The wall clock only fills bookkeeping columns (updated_at, a zero
+// CreatedAt); the times that decide behaviour come from the caller.
 
 func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	if ss.CreatedAt.IsZero() {
-		ss.CreatedAt = now()
+		ss.CreatedAt = time.Now()
 	}
 	_, err := s.w.ExecContext(ctx, s.q.saveSession,
 		ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
@@ -170,7 +169,7 @@ func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {
 	if n.Key == "" || n.URL == "" {
 		return false, fmt.Errorf("store: enqueue notification of payment %d: key and URL are required", n.PaymentID)
 	}
-	t := now()
+	t := time.Now()
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = t
 	}
@@ -198,7 +197,7 @@ func (s *sqlStore) Claim(ctx context.Context, at time.Time, limit int, lease tim
 		return nil, fmt.Errorf("store: claim notifications: lease %v is not positive", lease)
 	}
 	rows, err := s.w.QueryContext(ctx, s.q.claim,
-		s.d.timeArg(at.Add(lease)), s.d.timeArg(now()), s.d.timeArg(at), s.d.timeArg(at), limit)
+		s.d.timeArg(at.Add(lease)), s.d.timeArg(time.Now()), s.d.timeArg(at), s.d.timeArg(at), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim notifications: %w", err)
 	}
@@ -226,16 +225,16 @@ func (s *sqlStore) Claim(ctx context.Context, at time.Time, limit int, lease tim
 }
 
 func (s *sqlStore) Delivered(ctx context.Context, id int64) error {
-	return s.finish(ctx, "mark delivered", id, s.q.delivered, s.d.timeArg(now()), id)
+	return s.finish(ctx, "mark delivered", id, s.q.delivered, s.d.timeArg(time.Now()), id)
 }
 
 func (s *sqlStore) Retry(ctx context.Context, id int64, next time.Time, lastErr string) error {
 	return s.finish(ctx, "schedule retry of", id, s.q.retry,
-		s.d.timeArg(next), clip(lastErr), s.d.timeArg(now()), id)
+		s.d.timeArg(next), clip(lastErr), s.d.timeArg(time.Now()), id)
 }
 
 func (s *sqlStore) Dead(ctx context.Context, id int64, lastErr string) error {
-	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr), s.d.timeArg(now()), id)
+	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr), s.d.timeArg(time.Now()), id)
 }
 
 // finish runs an update of notification id that applies only to a pending
