@@ -41,7 +41,11 @@ func statementScenario(e *env) {
 	_ = unpaid
 	e.clock.Advance(time.Hour)
 	e.mustPost(p2.ID, "refund", amount(5050))
-	p4 := e.create(func(r *restbackend.PaymentRequest) { r.Preauthorization = true; r.Amount = 2000; r.OrderNumber = "PRE-4" })
+	p4 := e.create(func(r *restbackend.PaymentRequest) {
+		r.Preauthorization = true
+		r.Amount = 2000
+		r.OrderNumber = "PRE-4"
+	})
 	e.mustHelper(p4.ID, "pay", nil)
 	e.mustPost(p4.ID, "capture", restbackend.CaptureRequest{Amount: 1500})
 	p5 := e.create(func(r *restbackend.PaymentRequest) {

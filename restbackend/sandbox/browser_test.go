@@ -1,0 +1,153 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/internal/testenv"
+	"github.com/legacybridge/soapbridge/restbackend"
+)
+
+// browserDir holds the Node harness (package.json, lib.mjs, sandbox_page.mjs).
+var browserDir = filepath.Join("..", "..", "testdata", "browser")
+
+// needBrowser skips (fails under CI) when node, Chromium or playwright-core
+// is missing, and returns node's path.
+func needBrowser(t *testing.T) string {
+	t.Helper()
+	node := testenv.LookPath(t, "node", "apt-get install -y nodejs npm")
+	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		testenv.Missing(t, "chromium (/usr/bin/chromium)", "apt-get install -y chromium")
+	}
+	if _, err := os.Stat(filepath.Join(browserDir, "node_modules", "playwright-core", "package.json")); err != nil {
+		testenv.Missing(t, "playwright-core in testdata/browser/node_modules", "cd testdata/browser && npm ci")
+	}
+	return node
+}
+
+// artifactDir is where screenshots go: $SOAPBRIDGE_ARTIFACTS/<name>, else a
+// temporary directory.
+func artifactDir(t *testing.T, name string) string {
+	dir := t.TempDir()
+	if root := os.Getenv("SOAPBRIDGE_ARTIFACTS"); root != "" {
+		dir = filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
+	t.Logf("screenshots in %s", dir)
+	return dir
+}
+
+type pageRun struct {
+	Final   string `json:"final"`
+	Body    string `json:"body"`
+	Gateway struct {
+		Title, Heading, Card string
+	} `json:"gateway"`
+}
+
+func runPage(t *testing.T, node, mode, url, returnPrefix, shots string) pageRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "sandbox_page.mjs", mode, url, returnPrefix, shots)
+	cmd.Dir = browserDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node sandbox_page.mjs %s: %s", mode, stderr.String())
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var r pageRun
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), string(out))
+	return r
+}
+
+// merchantSite is the shop: a return page and a page with the inline form.
+func merchantSite(t *testing.T, sandboxURL string, gwURLs map[string]string) *httptest.Server {
+	inline := template.Must(template.New("shop").Parse(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shop</title></head>
+<body><h1>Demo shop</h1><p>Order 42</p>
+<form action="{{.GW}}" method="post" id="gopay-payment-button">
+<button name="pay" type="submit">Pay</button>
+<script type="text/javascript" src="{{.Embed}}"></script>
+</form></body></html>`))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /return", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!DOCTYPE html><title>Back in the shop</title><h1>Back in the shop</h1><p id=ret>shop=%s id=%s</p>",
+			template.HTMLEscapeString(r.URL.Query().Get("shop")), template.HTMLEscapeString(r.URL.Query().Get("id")))
+	})
+	mux.HandleFunc("GET /shop/{name}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = inline.Execute(w, map[string]string{"GW": gwURLs[r.PathValue("name")], "Embed": sandboxURL + "/gp-gw/js/embed.js"})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestPaymentPageInBrowser(t *testing.T) {
+	node := needBrowser(t)
+	shots := artifactDir(t, "sandbox-page")
+	e := newEnv(t)
+	gwURLs := map[string]string{}
+	shop := merchantSite(t, e.srv.URL, gwURLs)
+	returnURL := shop.URL + "/return?shop=demo"
+	create := func(lang string) *restbackend.Payment {
+		return e.create(func(r *restbackend.PaymentRequest) {
+			r.Lang = lang
+			r.Callback.ReturnURL = returnURL
+			r.OrderNumber = "OBJ-<42>"
+		})
+	}
+
+	t.Run("card success", func(t *testing.T) {
+		e := e.with(t)
+		p := create("CS")
+		r := runPage(t, node, "card-success", p.GwURL, shop.URL+"/return", shots)
+		assert.Equal(t, returnURL+"&id="+itoa(p.ID), r.Final)
+		assert.Contains(t, r.Body, "id="+itoa(p.ID))
+		assert.Equal(t, "Platba kartou", r.Gateway.Card)
+		assert.Equal(t, "Platební brána – OBJ-<42>", r.Gateway.Title, "order number shown as text")
+		s := e.status(p.ID)
+		assert.Equal(t, restbackend.StatePaid, s.State)
+		assert.Equal(t, "PAYMENT_CARD", s.PaymentInstrument)
+	})
+	t.Run("card declined", func(t *testing.T) {
+		e := e.with(t)
+		p := create("EN")
+		r := runPage(t, node, "card-declined", p.GwURL, shop.URL+"/return", shots)
+		assert.Equal(t, returnURL+"&id="+itoa(p.ID), r.Final)
+		assert.Equal(t, "Pay by card", r.Gateway.Card)
+		s := e.status(p.ID)
+		assert.Equal(t, restbackend.StateCanceled, s.State)
+		assert.Equal(t, "_5006", s.SubState)
+	})
+	t.Run("cancel", func(t *testing.T) {
+		e := e.with(t)
+		p := create("EN")
+		r := runPage(t, node, "cancel", p.GwURL, shop.URL+"/return", shots)
+		assert.Equal(t, returnURL+"&id="+itoa(p.ID), r.Final)
+		assert.Equal(t, restbackend.StateCanceled, e.status(p.ID).State)
+	})
+	t.Run("inline overlay", func(t *testing.T) {
+		e := e.with(t)
+		p := create("CS")
+		gwURLs["inline"] = p.GwURL
+		r := runPage(t, node, "inline", shop.URL+"/shop/inline", shop.URL+"/return", shots)
+		assert.Equal(t, returnURL+"&id="+itoa(p.ID), r.Final, "the whole window returns, not the overlay")
+		assert.Equal(t, "Platba kartou", r.Gateway.Card)
+		assert.Equal(t, restbackend.StatePaid, e.status(p.ID).State)
+	})
+}
