@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
+	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -83,11 +85,15 @@ type flEnv struct {
 	client *http.Client // does not follow redirects
 }
 
-func newFlEnv(t *testing.T) *flEnv {
+func newFlEnv(t *testing.T) *flEnv { return newFlEnvClock(t, nil) }
+
+// newFlEnvClock runs the sandbox on clock (real time when nil).
+func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &flEnv{shop: newFlShop(t)}
-	env.sb = sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}})
+	env.sb = sandbox.New(sandbox.Options{Clock: clock,
+		Merchants: []sandbox.Merchant{{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}})
 	sbSrv := httptest.NewServer(env.sb)
 	env.sbURL = sbSrv.URL
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "bridge.db"))
@@ -123,19 +129,28 @@ func newFlEnv(t *testing.T) *flEnv {
 	return env
 }
 
-// flCommand is a signed paymentCommand (form field names without prefix).
-func flCommand(order, success, failed string) url.Values {
+// flCommand is a signed paymentCommand (form field names without prefix);
+// extra adds or replaces fields before signing.
+func flCommand(order, success, failed string, extra ...string) url.Values {
 	v := url.Values{
 		"targetGoId": {"8123456789"}, "productName": {"Kniha – Babička"}, "totalPrice": {"12900"},
 		"currency": {"CZK"}, "orderNumber": {order}, "successURL": {success}, "failedURL": {failed},
 		"paymentChannels": {"eu_gp_u,cz_kb"}, "defaultPaymentChannel": {"eu_gp_u"},
 		"preAuthorization": {"false"}, "recurrentPayment": {"false"}, "lang": {"CS"},
 	}
-	f := false
+	for i := 0; i+1 < len(extra); i += 2 {
+		v.Set(extra[i], extra[i+1])
+	}
+	b := func(s string) string {
+		x := s == "true"
+		return FormatBool(&x)
+	}
 	sig, err := Sign(flSecureKey, PaymentCommandFields{
 		TargetGoID: v.Get("targetGoId"), ProductName: v.Get("productName"), TotalPrice: v.Get("totalPrice"),
 		Currency: v.Get("currency"), OrderNumber: order, FailedURL: failed, SuccessURL: success,
-		PreAuthorization: FormatBool(&f), RecurrentPayment: FormatBool(&f), PaymentChannels: v.Get("paymentChannels"),
+		PreAuthorization: b(v.Get("preAuthorization")), RecurrentPayment: b(v.Get("recurrentPayment")),
+		RecurrenceDateTo: v.Get("recurrenceDateTo"), RecurrenceCycle: v.Get("recurrenceCycle"),
+		RecurrencePeriod: v.Get("recurrencePeriod"), PaymentChannels: v.Get("paymentChannels"),
 	}.Fields()...)
 	if err != nil {
 		panic(err)
@@ -153,9 +168,9 @@ func prefixed(prefix string, v url.Values) url.Values {
 }
 
 // create makes a payment with createPayment, as a SOAP client would.
-func (env *flEnv) create(t *testing.T, order, success, failed string) int64 {
+func (env *flEnv) create(t *testing.T, order, success, failed string, extra ...string) int64 {
 	t.Helper()
-	r := &http.Request{Form: prefixed("paymentCommand.", flCommand(order, success, failed))}
+	r := &http.Request{Form: prefixed("paymentCommand.", flCommand(order, success, failed, extra...))}
 	resp, err := env.svc.Invoke(context.Background(), payBaseCall(r))
 	require.NoError(t, err)
 	res, _ := resp.Return.Field("result").String()
@@ -389,30 +404,74 @@ func TestNotifyAnswers5xxWhenNotStored(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
-// A child charged by the gateway's own recurrence has no session; on its
-// first notification it gets one derived from the parent's, so the e-shop
-// gets its parent id and the status reports the parent's productName.
+// A child charged by the gateway's own recurrence (DAY cycle) has no
+// session; on its first notification it gets one derived from the
+// parent's, so the e-shop's notification and return carry the parent id and
+// paymentStatus of the child reports the parent and its productName.
 func TestRecurringChildNotification(t *testing.T) {
-	env := newFlEnv(t)
+	clock := sandbox.NewManualClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	env := newFlEnvClock(t, clock)
 	ctx := context.Background()
-	parent := env.create(t, "REC-1", "https://shop.example/ok", "https://shop.example/ko")
-	// The sandbox's child of a DAY recurrence is simulated by the status of
-	// a payment with parent_id; sessionOf does the recording.
-	p := &restbackend.Payment{ID: 3999, ParentID: parent, OrderNumber: "REC-1", Amount: 12900, Currency: "CZK", State: "PAID"}
-	sess, err := env.flows.sessionOf(ctx, env.svc.merchants[flGoID], p)
+	parent := env.create(t, "REC-1", "https://shop.example/ok", "https://shop.example/ko",
+		"recurrentPayment", "true", "recurrenceCycle", "DAY", "recurrencePeriod", "1", "recurrenceDateTo", "2026-03-31")
+	require.NoError(t, env.sb.Act(ctx, parent, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
+	q := flWaitNotification(t, env.shop, FormatInt(parent))
+	assert.Equal(t, "", q.Get("parentPaymentSessionId"))
+
+	clock.Advance(24*time.Hour + time.Minute)
+	var child url.Values
+	select {
+	case child = <-env.shop.ch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notification of the recurring charge")
+	}
+	childID, err := strconv.ParseInt(child.Get("paymentSessionId"), 10, 64)
+	require.NoError(t, err)
+	require.NotEqual(t, parent, childID)
+	assert.Equal(t, FormatInt(parent), child.Get("parentPaymentSessionId"))
+	checkIdentity(t, child, childID, child.Get("orderNumber"))
+
+	sess, err := env.st.Session(ctx, childID)
 	require.NoError(t, err)
 	assert.Equal(t, parent, sess.ParentID)
 	assert.Equal(t, "Kniha – Babička", sess.ProductName)
 	assert.Equal(t, "https://shop.example/ok", sess.SuccessURL)
-	stored, err := env.st.Session(ctx, 3999)
-	require.NoError(t, err)
-	assert.Equal(t, sess.ProductName, stored.ProductName)
 
-	q, err := IdentityQuery(flSecureKey, flGoID, 3999, parent, "REC-1")
+	sig, err := Sign(flSecureKey, PaymentSessionFields("8123456789", FormatInt(childID))...)
 	require.NoError(t, err)
-	v, _ := url.ParseQuery(q)
-	assert.Equal(t, FormatInt(parent), v.Get("parentPaymentSessionId"))
-	checkIdentity(t, v, 3999, "REC-1")
+	resp, err := env.svc.Invoke(ctx, &soapenc.Call{Operation: soapenc.QName{Space: NSInput, Local: "paymentStatus"},
+		Params: []*soapenc.Value{soapenc.NewStruct("paymentSessionInfo", soapenc.QName{Space: NSProvider, Local: "EPaymentSessionInfo"},
+			soapenc.NewLong("targetGoId", ptr(int64(flGoID))), soapenc.NewLong("paymentSessionId", &childID),
+			soapenc.NewString("encryptedSignature", &sig))}})
+	require.NoError(t, err)
+	field := func(n string) string { s, _ := resp.Return.Field(n).String(); return s }
+	assert.Equal(t, CallCompleted, field("result"), field("resultDescription"))
+	assert.Equal(t, FormatInt(parent), field("parentPaymentSessionId"))
+	assert.Equal(t, "Kniha – Babička", field("productName"))
+	assert.Equal(t, "PAID", field("sessionState"))
+
+	ret := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+FormatInt(childID))
+	require.Equal(t, http.StatusFound, ret.StatusCode)
+	u, err := url.Parse(ret.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.Equal(t, "/ok", u.Path)
+	checkIdentity(t, u.Query(), childID, child.Get("orderNumber"))
+	assert.Equal(t, FormatInt(parent), u.Query().Get("parentPaymentSessionId"))
+}
+
+func flWaitNotification(t *testing.T, shop *flShop, id string) url.Values {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case q := <-shop.ch:
+			if q.Get("paymentSessionId") == id {
+				return q
+			}
+		case <-deadline:
+			t.Fatalf("no notification of payment %s", id)
+		}
+	}
 }
 
 func TestStatementDownload(t *testing.T) {

@@ -193,15 +193,10 @@ func (o *Outbox) RunOnce(ctx context.Context) (int, error) {
 // deliver makes one attempt and records it.
 func (o *Outbox) deliver(ctx context.Context, n store.Notification) {
 	err := o.get(ctx, n.URL)
-	if ctx.Err() != nil {
-		// Shutting down: leave the row claimed; its lease ends and some
-		// worker delivers it again. Recording a failure here would be
-		// indistinguishable from a crash anyway.
-		return
-	}
 	log := o.log.With(zap.Int64("id", n.ID), zap.Int64("goid", n.GoID),
 		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1))
-	// Marks outlive a cancelled request context but not a stuck store.
+	// The marks outlive a cancelled worker context (shutdown) but not a
+	// stuck store.
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err == nil {
@@ -213,6 +208,15 @@ func (o *Outbox) deliver(ctx context.Context, n store.Notification) {
 		return
 	}
 	now := o.cfg.Now()
+	if ctx.Err() != nil {
+		// Shutting down mid-delivery: hand the row back at once rather
+		// than leave it leased (a crashed process leaves it leased, and
+		// the lease ends later).
+		if err := o.cfg.Store.Retry(mctx, n.ID, now, "delivery interrupted by shutdown"); err != nil {
+			log.Warn("outbox: interrupted delivery not released; it waits for its lease", zap.Error(err))
+		}
+		return
+	}
 	if now.Sub(n.CreatedAt) >= o.cfg.MaxAge {
 		if err2 := o.cfg.Store.Dead(mctx, n.ID, err.Error()); err2 != nil {
 			log.Error("outbox: cannot mark dead", zap.Error(err2))

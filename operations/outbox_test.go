@@ -145,12 +145,21 @@ func TestDefaultBackoff(t *testing.T) {
 	}
 }
 
-// blockingTransport holds every request until its context ends: a worker
-// stuck in delivery when its process dies.
-type blockingTransport struct{ started chan struct{} }
+// hungTransport never answers until released: a worker process that
+// died (or hangs) in the middle of a delivery runs no more code.
+type hungTransport struct{ started, release chan struct{} }
 
-func (b blockingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	b.started <- struct{}{}
+func (h hungTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.started <- struct{}{}
+	<-h.release
+	return nil, fmt.Errorf("connection lost")
+}
+
+// cancelTransport fails when the request's context ends.
+type cancelTransport struct{ started chan struct{} }
+
+func (c cancelTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.started <- struct{}{}
 	<-r.Context().Done()
 	return nil, r.Context().Err()
 }
@@ -162,23 +171,20 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 	clock := newObClock()
 	dsn := filepath.Join(t.TempDir(), "o.db")
 	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
-	bt := blockingTransport{started: make(chan struct{}, 1)}
+	hung := hungTransport{started: make(chan struct{}, 1), release: make(chan struct{})}
 	const lease = 2 * time.Minute
-	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: bt}})
+	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: hung}})
 	b := NewOutbox(OutboxConfig{Store: stB, Now: clock.Now, Lease: lease})
 	ctx := context.Background()
 	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 3, "k3"))
 	require.NoError(t, err)
 
-	actx, die := context.WithCancel(ctx)
 	done := make(chan int)
 	go func() {
-		n, _ := a.RunOnce(actx)
+		n, _ := a.RunOnce(ctx)
 		done <- n
 	}()
-	<-bt.started
-	die() // the process dies mid-delivery, nothing is recorded
-	require.Equal(t, 1, <-done)
+	<-hung.started // a has claimed the row and is "dead" from here on
 
 	n, err := b.RunOnce(ctx)
 	require.NoError(t, err)
@@ -188,9 +194,42 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Len(t, shop.received(), 1)
+
+	// Should the "dead" worker wake up, its late failure changes nothing.
+	close(hung.release)
+	require.Equal(t, 1, <-done)
 	c, err := stB.Counts(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, store.OutboxCounts{Delivered: 1}, c)
+	clock.Advance(time.Hour)
+	n, err = b.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+}
+
+// A worker stopped mid-delivery (graceful shutdown) hands the row back at
+// once, so the next process does not wait for the lease.
+func TestOutboxShutdownReleasesClaim(t *testing.T) {
+	shop := newFlShop(t)
+	clock := newObClock()
+	dsn := filepath.Join(t.TempDir(), "o.db")
+	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
+	ct := cancelTransport{started: make(chan struct{}, 1)}
+	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, HTTPClient: &http.Client{Transport: ct}})
+	b := NewOutbox(OutboxConfig{Store: stB, Now: clock.Now})
+	ctx := context.Background()
+	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 5, "k5"))
+	require.NoError(t, err)
+	actx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(actx); close(done) }()
+	<-ct.started
+	stop()
+	<-done
+	n, err := b.RunOnce(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Len(t, shop.received(), 1)
 }
 
 func TestOutboxDuplicatesCollapse(t *testing.T) {
