@@ -90,3 +90,5 @@ func TestWithID(t *testing.T) {
 	assert.Equal(t, "https://a.example/n?id=7", withID("https://a.example/n", 7))
 	assert.Equal(t, "https://a.example/n?b=%C3%A1&id=7#frag", withID("https://a.example/n?b=%C3%A1#frag", 7))
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
