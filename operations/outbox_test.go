@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -344,4 +346,37 @@ func obPostgresDSN(t *testing.T) string {
 		return u.String()
 	}
 	return base + " search_path=" + schema
+}
+
+// BenchmarkOutbox measures accepting and delivering one notification
+// (Enqueue into SQLite, claim, GET to a local e-shop, mark delivered).
+func BenchmarkOutbox(b *testing.B) {
+	shop := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	go shop.Serve(ln) //nolint:errcheck // closed below
+	defer shop.Close()
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "o.db"))
+	require.NoError(b, err)
+	defer st.Close()
+	ob := NewOutbox(OutboxConfig{Store: st, Batch: 16})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		_, err := ob.Enqueue(ctx, obNotification("http://"+ln.Addr().String(), int64(i), "bench:"+strconv.Itoa(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i%16 == 15 || i == b.N-1 {
+			for {
+				n, err := ob.RunOnce(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+			}
+		}
+	}
 }
