@@ -31,9 +31,10 @@ const (
 
 var (
 	e2eTmp       string // removed after the run
-	e2eBinary    string // built once per test run
-	e2eSandbox   string // cmd/gatewaysandbox, built on demand
+	e2eBinary    string // built once per test run, on first use
+	e2eBuild     sync.Once
 	e2eBuildErr  error
+	e2eSandbox   string // cmd/gatewaysandbox, built on demand
 	sandboxBuild sync.Once
 	sandboxErr   error
 )
@@ -50,13 +51,25 @@ func runE2E(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(e2eTmp)
-	// SOAPBRIDGE_E2E_BINARY runs the suite against a prebuilt binary (e.g.
-	// the release build of `make build`) instead of building this package.
-	if e2eBinary = os.Getenv("SOAPBRIDGE_E2E_BINARY"); e2eBinary == "" {
-		e2eBinary = filepath.Join(e2eTmp, "soapbridge")
-		e2eBuildErr = goBuild(e2eBinary, ".")
-	}
 	return m.Run()
+}
+
+// bridgeBinary builds this package once per run, on first use, so the
+// package's unit tests run alone do not pay for it. SOAPBRIDGE_E2E_BINARY
+// runs the suite against a prebuilt binary (e.g. the release build of
+// `make build`) instead.
+func bridgeBinary(t *testing.T) string {
+	t.Helper()
+	e2eBuild.Do(func() {
+		if e2eBinary = os.Getenv("SOAPBRIDGE_E2E_BINARY"); e2eBinary == "" {
+			e2eBinary = filepath.Join(e2eTmp, "soapbridge")
+			e2eBuildErr = goBuild(e2eBinary, ".")
+		}
+	})
+	if e2eBuildErr != nil {
+		t.Fatal(e2eBuildErr)
+	}
+	return e2eBinary
 }
 
 func goBuild(out, pkg string) error {
@@ -143,9 +156,7 @@ func withDB(path string) bridgeOpt { return func(c *bridgeConfig) { c.db = path 
 // end of t unless stopped before.
 func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 	t.Helper()
-	if e2eBuildErr != nil {
-		t.Fatal(e2eBuildErr)
-	}
+	bin := bridgeBinary(t)
 	cfg := bridgeConfig{db: filepath.Join(t.TempDir(), "bridge.db")}
 	for _, o := range opts {
 		o(&cfg)
@@ -180,7 +191,7 @@ func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 		}
 	}
 	env = append(env, cfg.env...) // later entries win in exec
-	b.cmd = exec.Command(e2eBinary)
+	b.cmd = exec.Command(bin)
 	b.cmd.Env = append(envWithout("SOAPBRIDGE_"), env...)
 	b.cmd.Dir = t.TempDir()
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
@@ -233,11 +244,15 @@ func checkNoSecrets(t *testing.T, log string, readyAt int, embedded bool) {
 	if embedded {
 		start = min(readyAt, len(log))
 	}
-	for _, secret := range []string{demoClientSecret, demoSecureKey} {
+	secrets := []string{demoClientSecret, demoSecureKey}
+	for _, secret := range secrets {
 		if i := strings.Index(log[start:], secret); i >= 0 {
 			line := log[start+i:]
 			if j := strings.IndexByte(line, '\n'); j >= 0 {
 				line = line[:j]
+			}
+			for _, s := range secrets {
+				line = strings.ReplaceAll(line, s, "***")
 			}
 			t.Errorf("secret %q appears in the bridge log while serving: ...%s", secret[:4]+"…", line)
 		}
