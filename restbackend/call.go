@@ -113,8 +113,8 @@ func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, e
 	}
 }
 
-// send makes one HTTP exchange and reads the whole reply. Only transport
-// failures are errors here; any status is a reply.
+// send makes one HTTP exchange and reads the whole reply. Any status is a
+// reply; errors are transport failures (and an oversized reply).
 func (c *Client) send(ctx context.Context, r request, auth string, attempt int) (*reply, error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
