@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,8 @@ type flEnv struct {
 	bridge *httptest.Server
 	shop   *flShop
 	client *http.Client // does not follow redirects
+	// outStore is the outbox's view of st, which can be made to fail.
+	outStore *flSwitchStore
 }
 
 func newFlEnv(t *testing.T) *flEnv { return newFlEnvClock(t, nil) }
@@ -110,7 +113,8 @@ func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
 		PublicURL: env.bridge.URL,
 	})
 	require.NoError(t, err)
-	env.flows = NewFlows(env.svc, FlowsConfig{Outbox: OutboxConfig{Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }}})
+	env.outStore = &flSwitchStore{Store: st}
+	env.flows = NewFlows(env.svc, FlowsConfig{Outbox: OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }}})
 	e := echo.New()
 	e.POST("/axis/EPaymentServiceV2", env.svc.SOAPHandler())
 	env.flows.Register(e)
@@ -384,17 +388,23 @@ func TestRepeatedNotificationsCollapse(t *testing.T) {
 	assert.JSONEq(t, `{"pending":0,"delivered":2,"dead":0}`, body(t, resp))
 }
 
-// failingStore fails the outbox writes.
-type failingStore struct{ store.Store }
+// flSwitchStore can be made to fail the outbox writes.
+type flSwitchStore struct {
+	store.Store
+	fail atomic.Bool
+}
 
-func (failingStore) Enqueue(context.Context, store.Notification) (bool, error) {
-	return false, os.ErrDeadlineExceeded
+func (s *flSwitchStore) Enqueue(ctx context.Context, n store.Notification) (bool, error) {
+	if s.fail.Load() {
+		return false, os.ErrDeadlineExceeded
+	}
+	return s.Store.Enqueue(ctx, n)
 }
 
 func TestNotifyAnswers5xxWhenNotStored(t *testing.T) {
 	env := newFlEnv(t)
 	id := env.create(t, "N-3", "https://shop.example/ok", "https://shop.example/ko")
-	env.flows.out.cfg.Store = failingStore{env.st}
+	env.outStore.fail.Store(true)
 	resp := env.get(t, env.bridge.URL+PathNotify+"?goid=8123456789&id="+FormatInt(id))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 
