@@ -257,3 +257,13 @@ func TestMerchantStringHidesSecrets(t *testing.T) {
 		assert.Contains(t, s, "cid")
 	}
 }
+
+// The example file in the repository must stay loadable.
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := loadConfig([]string{"-config", "../../soapbridge.example.yaml"}, envOf(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "https://gw.sandbox.gopay.com/api", cfg.GatewayURL)
+	assert.Equal(t, defaultConfig().ReadTimeout, cfg.ReadTimeout)
+	require.Len(t, cfg.Merchants, 1)
+	assert.Equal(t, int64(8123456789), cfg.Merchants[0].GoID)
+}
