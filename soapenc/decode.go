@@ -131,11 +131,15 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("not well-formed XML: no root element")
 	}
 
-	ns, ok := lookupNS(root, root.Space)
-	if !ok || root.Tag != "Envelope" {
+	t, f := buildTree(root, lim)
+	if f != nil {
+		return nil, f
+	}
+	env := &t.nodes[0]
+	if !env.nsOK || env.local != "Envelope" {
 		return nil, clientFault("not a SOAP envelope")
 	}
-	switch ns {
+	switch env.space {
 	case NSEnvelope:
 	case NSEnvelope12:
 		return nil, &Fault{Code: FaultVersionMismatch, String: "SOAP 1.2 is not supported; send a SOAP 1.1 envelope"}
@@ -143,52 +147,37 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, &Fault{Code: FaultVersionMismatch, String: "unknown SOAP envelope namespace"}
 	}
 
-	var header, bodyEl *etree.Element
-	for _, t := range root.Child {
-		e, ok := t.(*etree.Element)
-		if !ok {
+	header, bodyEl := int32(-1), int32(-1)
+	for _, i := range env.children {
+		n := &t.nodes[i]
+		if n.space != NSEnvelope {
 			continue
 		}
-		if ens, _ := lookupNS(e, e.Space); ens != NSEnvelope {
-			continue
-		}
-		switch e.Tag {
+		switch n.local {
 		case "Header":
-			if header == nil && bodyEl == nil {
-				header = e
+			if header < 0 && bodyEl < 0 {
+				header = i
 			}
 		case "Body":
-			if bodyEl == nil {
-				bodyEl = e
+			if bodyEl < 0 {
+				bodyEl = i
 			}
 		}
 	}
-	if bodyEl == nil {
+	if bodyEl < 0 {
 		return nil, clientFault("SOAP Body is missing")
 	}
 
-	d := decoder{lim: lim, ids: map[string]*etree.Element{}}
-	for _, e := range []*etree.Element{header, bodyEl} {
-		if e == nil {
-			continue
-		}
-		if f := d.index(e); f != nil {
-			return nil, f
-		}
-	}
-	d.budget = d.elements + lim.MaxNodes
+	d := decoder{lim: lim, t: t, budget: len(t.nodes) + lim.MaxNodes}
 	c := &Call{}
-
-	if header != nil {
-		for _, t := range header.Child {
-			e, ok := t.(*etree.Element)
-			if !ok {
-				continue
+	if header >= 0 {
+		for _, i := range t.nodes[header].children {
+			n := &t.nodes[i]
+			// An entry addressed to another actor is not ours to understand.
+			if n.mustUnd && (!n.hasActor || n.actor == "" || n.actor == actorNext) {
+				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + quoteName(n.local) + " was not understood"}
 			}
-			if mustUnderstand(e) {
-				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + quoteName(e.Tag) + " was not understood"}
-			}
-			v, f := d.value(e, e.Tag, QName{}, 2)
+			v, f := d.value(i, n.local, QName{}, 2)
 			if f != nil {
 				return nil, f
 			}
@@ -196,37 +185,29 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		}
 	}
 
-	var call *etree.Element
-	empty := true
-	for _, t := range bodyEl.Child {
-		e, ok := t.(*etree.Element)
-		if !ok {
+	bodyChildren := t.nodes[bodyEl].children
+	if len(bodyChildren) == 0 {
+		return nil, clientFault("SOAP Body is empty")
+	}
+	call := int32(-1)
+	for _, i := range bodyChildren {
+		n := &t.nodes[i]
+		if n.local == "multiRef" || n.rootFalse {
 			continue
 		}
-		empty = false
-		if e.Tag == "multiRef" || isFalse(attrNS(e, NSEncoding, "root")) {
-			continue
-		}
-		call = e
+		call = i
 		break
 	}
-	if call == nil {
-		if empty {
-			return nil, clientFault("SOAP Body is empty")
-		}
+	if call < 0 {
 		return nil, clientFault("SOAP Body holds no RPC call element")
 	}
-	opNS, ok := lookupNS(call, call.Space)
-	if !ok {
-		return nil, clientFault("undeclared namespace prefix on " + quoteName(call.Tag))
+	cn := &t.nodes[call]
+	if !cn.nsOK {
+		return nil, clientFault("undeclared namespace prefix on " + quoteName(cn.local))
 	}
-	c.Operation = QName{Space: opNS, Local: call.Tag}
-	for _, t := range call.Child {
-		e, ok := t.(*etree.Element)
-		if !ok {
-			continue
-		}
-		v, f := d.value(e, e.Tag, QName{}, 2)
+	c.Operation = QName{Space: cn.space, Local: cn.local}
+	for _, i := range cn.children {
+		v, f := d.value(i, t.nodes[i].local, QName{}, 2)
 		if f != nil {
 			return nil, f
 		}
@@ -235,6 +216,8 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 	c.nodes, c.budget = d.nodes, d.budget
 	return c, nil
 }
+
+const actorNext = "http://schemas.xmlsoap.org/soap/actor/next"
 
 // mediaType checks the Content-Type of a SOAP 1.1 request.
 func mediaType(contentType string) (string, map[string]string, *Fault) {
@@ -349,68 +332,4 @@ func isFalse(s string) bool {
 func isTrue(s string) bool {
 	s = strings.TrimSpace(s)
 	return s == "1" || strings.EqualFold(s, "true")
-}
-
-// mustUnderstand reports whether a header entry demands processing by us.
-// Entries addressed to another actor are not ours to understand.
-func mustUnderstand(e *etree.Element) bool {
-	if !isTrue(attrNS(e, NSEnvelope, "mustUnderstand")) {
-		return false
-	}
-	actor, ok := attrNSOK(e, NSEnvelope, "actor")
-	return !ok || actor == "" || actor == "http://schemas.xmlsoap.org/soap/actor/next"
-}
-
-// lookupNS resolves a namespace prefix in the scope of e. etree reads raw
-// tokens, so prefixes are resolved here. The empty prefix resolves to the
-// default namespace (or "").
-func lookupNS(e *etree.Element, prefix string) (string, bool) {
-	switch prefix {
-	case "xml":
-		return nsXML, true
-	case "xmlns":
-		return "http://www.w3.org/2000/xmlns/", true
-	}
-	for ; e != nil; e = e.Parent() {
-		for i := range e.Attr {
-			a := &e.Attr[i]
-			if prefix == "" {
-				if a.Space == "" && a.Key == "xmlns" {
-					return a.Value, true
-				}
-			} else if a.Space == "xmlns" && a.Key == prefix {
-				return a.Value, true
-			}
-		}
-	}
-	return "", prefix == ""
-}
-
-// attrNSOK returns the attribute {ns}local of e. An unprefixed attribute has
-// no namespace (ns == "").
-func attrNSOK(e *etree.Element, ns, local string) (string, bool) {
-	for i := range e.Attr {
-		a := &e.Attr[i]
-		if a.Key != local {
-			continue
-		}
-		if a.Space == "" {
-			if ns == "" {
-				return a.Value, true
-			}
-			continue
-		}
-		if ns == "" || a.Space == "xmlns" {
-			continue
-		}
-		if u, ok := lookupNS(e, a.Space); ok && u == ns {
-			return a.Value, true
-		}
-	}
-	return "", false
-}
-
-func attrNS(e *etree.Element, ns, local string) string {
-	v, _ := attrNSOK(e, ns, local)
-	return v
 }

@@ -402,3 +402,25 @@ func TestHostileSharedHugeTextIsNotCopied(t *testing.T) {
 	require.Equal(t, big+"B", c.Params[0].Text)
 	require.Same(t, unsafe.StringData(c.Params[0].Text), unsafe.StringData(c.Params[199].Text))
 }
+
+func TestHostileManyAttributesAndDeclarations(t *testing.T) {
+	// Thousands of namespace declarations in scope and thousands of prefixed
+	// "type" attributes on each of many elements: prefix resolution must
+	// stay linear (it was O(declarations) per attribute when resolved by
+	// walking up the tree).
+	var decls, attrs strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&decls, ` xmlns:p%d="urn:p%d"`, i, i)
+		fmt.Fprintf(&attrs, ` p%d:type="p%d:x"`, i, i)
+	}
+	var parts strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&parts, `<a%d%s xsi:type="xsd:long">%d</a%d>`, i, attrs.String(), i, i)
+	}
+	doc := strings.Replace(envelope("", call("op", parts.String())), `<soapenv:Envelope `, `<soapenv:Envelope`+decls.String()+` `, 1)
+	c, err := Decode([]byte(doc), "text/xml", Limits{MaxBytes: 8 << 20})
+	require.NoError(t, err)
+	require.Len(t, c.Params, 30)
+	require.Equal(t, KindInt, c.Params[29].Kind)
+	require.Equal(t, "29", c.Params[29].Text)
+}

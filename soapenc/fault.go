@@ -1,5 +1,7 @@
 package soapenc
 
+import "strings"
+
 // Fault codes of SOAP 1.1 (section 4.4.1). They are written with the
 // envelope prefix, e.g. "soapenv:Client".
 const (
@@ -29,6 +31,7 @@ func clientFault(msg string) *Fault { return &Fault{Code: FaultClient, String: m
 // fault never echoes a huge token back.
 func quoteName(s string) string {
 	const max = 64
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > max {
 		// Cut on a rune boundary so the fault text stays valid UTF-8.
 		i := max

@@ -1,0 +1,229 @@
+package soapenc
+
+import (
+	"strings"
+
+	"github.com/beevik/etree"
+)
+
+// node is an element with everything the decoder needs already resolved.
+// etree reads raw tokens (prefixes, not namespaces); resolving them on
+// demand by walking up the tree costs O(depth × attributes) per lookup,
+// which hostile input with thousands of attributes or declarations turns
+// quadratic. One pass with a scope of prefix stacks resolves every prefix in
+// O(1) instead, and an element referenced many times is not re-read.
+type node struct {
+	space, local string // element name; space "" also when the prefix is undeclared
+	nsOK         bool   // the element's prefix is declared
+
+	typ      QName // xsi:type, resolved
+	typState qnState
+	item     QName // from soapenc:arrayType
+	arrState qnState
+
+	isNil     bool // xsi:nil true/1
+	rootFalse bool // soapenc:root 0/false
+	mustUnd   bool // soapenv:mustUnderstand 1/true
+	hasActor  bool
+	actor     string
+	hasHref   bool
+	href      string
+
+	text     string // character content (only for elements without children)
+	children []int32
+}
+
+// qnState says whether a QName-valued attribute was present and valid.
+type qnState uint8
+
+const (
+	qnAbsent qnState = iota
+	qnOK
+	qnUndeclared // prefix not declared
+	qnMalformed
+)
+
+// tree is a document flattened into nodes; nodes[0] is the root element.
+type tree struct {
+	nodes []node
+	ids   map[string]int32
+}
+
+type treeBuilder struct {
+	t      *tree
+	lim    Limits
+	scope  map[string][]string // prefix -> stack of URIs in scope
+	joined strings.Builder
+}
+
+func buildTree(root *etree.Element, lim Limits) (*tree, *Fault) {
+	b := treeBuilder{
+		t:     &tree{nodes: make([]node, 0, 64)},
+		lim:   lim,
+		scope: map[string][]string{"xml": {nsXML}},
+	}
+	if _, f := b.walk(root); f != nil {
+		return nil, f
+	}
+	return b.t, nil
+}
+
+func (b *treeBuilder) lookup(prefix string) (string, bool) {
+	s := b.scope[prefix]
+	if len(s) == 0 {
+		return "", prefix == ""
+	}
+	return s[len(s)-1], true
+}
+
+func (b *treeBuilder) qname(v string) (QName, qnState) {
+	v = strings.TrimSpace(v)
+	prefix, local := "", v
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		prefix, local = v[:i], v[i+1:]
+	}
+	if local == "" {
+		return QName{}, qnMalformed
+	}
+	ns, ok := b.lookup(prefix)
+	if !ok {
+		return QName{}, qnUndeclared
+	}
+	return QName{Space: ns, Local: local}, qnOK
+}
+
+func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
+	idx := int32(len(b.t.nodes))
+	b.t.nodes = append(b.t.nodes, node{})
+	n := node{local: e.Tag}
+
+	// Declarations first: they apply to the element's own name and attributes.
+	// (On a fault the scope is left as it is: the tree is abandoned.)
+	for i := range e.Attr {
+		if p, ok := declPrefix(&e.Attr[i]); ok {
+			b.scope[p] = append(b.scope[p], e.Attr[i].Value)
+		}
+	}
+
+	n.space, n.nsOK = b.lookup(e.Space)
+	for i := range e.Attr {
+		a := &e.Attr[i]
+		if a.Space == "" {
+			switch a.Key {
+			case "href":
+				n.hasHref, n.href = true, a.Value
+			case "id":
+				if _, dup := b.t.ids[a.Value]; dup {
+					return 0, clientFault("duplicate id " + quoteName(a.Value))
+				}
+				if len(b.t.ids) >= b.lim.MaxRefs {
+					return 0, clientFault("too many multi-reference values (limit " + itoa(b.lim.MaxRefs) + ")")
+				}
+				if b.t.ids == nil {
+					b.t.ids = map[string]int32{}
+				}
+				b.t.ids[a.Value] = idx
+			}
+			continue
+		}
+		if a.Space == "xmlns" {
+			continue
+		}
+		switch a.Key {
+		case "type", "nil", "arrayType", "root", "mustUnderstand", "actor":
+		default:
+			continue
+		}
+		ns, ok := b.lookup(a.Space)
+		if !ok {
+			continue
+		}
+		switch {
+		case ns == NSXSI && a.Key == "type":
+			n.typ, n.typState = b.qname(a.Value)
+		case ns == NSXSI && a.Key == "nil":
+			n.isNil = isTrue(a.Value)
+		case ns == NSEncoding && a.Key == "arrayType":
+			n.item, n.arrState = b.arrayType(a.Value)
+		case ns == NSEncoding && a.Key == "root":
+			n.rootFalse = isFalse(a.Value)
+		case ns == NSEnvelope && a.Key == "mustUnderstand":
+			n.mustUnd = isTrue(a.Value)
+		case ns == NSEnvelope && a.Key == "actor":
+			n.hasActor, n.actor = true, a.Value
+		}
+	}
+
+	var first *etree.CharData
+	texts := 0
+	for _, t := range e.Child {
+		switch t := t.(type) {
+		case *etree.Element:
+			c, f := b.walk(t)
+			if f != nil {
+				return 0, f
+			}
+			n.children = append(n.children, c)
+		case *etree.CharData:
+			if first == nil {
+				first = t
+			}
+			texts++
+		case *etree.Directive:
+			return 0, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
+		}
+	}
+	if len(n.children) == 0 {
+		switch texts {
+		case 0:
+		case 1:
+			n.text = first.Data // shared, not copied
+		default:
+			b.joined.Reset()
+			for _, t := range e.Child {
+				if cd, ok := t.(*etree.CharData); ok {
+					b.joined.WriteString(cd.Data)
+				}
+			}
+			n.text = b.joined.String()
+		}
+	}
+	b.t.nodes[idx] = n
+	for i := range e.Attr {
+		if p, ok := declPrefix(&e.Attr[i]); ok {
+			s := b.scope[p]
+			b.scope[p] = s[:len(s)-1]
+		}
+	}
+	return idx, nil
+}
+
+// declPrefix reports whether a declares a namespace prefix ("" = default).
+func declPrefix(a *etree.Attr) (string, bool) {
+	switch {
+	case a.Space == "xmlns":
+		return a.Key, true
+	case a.Space == "" && a.Key == "xmlns":
+		return "", true
+	}
+	return "", false
+}
+
+// arrayType parses soapenc:arrayType, e.g. "ns2:EPaymentMethod[3]". An array
+// of arrays ("xsd:string[][2]") has soapenc:Array items. The declared size
+// is never used to allocate anything.
+func (b *treeBuilder) arrayType(at string) (QName, qnState) {
+	at = strings.TrimSpace(at)
+	i := strings.IndexByte(at, '[')
+	if i <= 0 || !strings.HasSuffix(at, "]") {
+		return QName{}, qnMalformed
+	}
+	q, st := b.qname(at[:i])
+	if st != qnOK {
+		return q, st
+	}
+	if strings.Count(at[i:], "[") > 1 {
+		return QName{NSEncoding, "Array"}, qnOK
+	}
+	return q, qnOK
+}
