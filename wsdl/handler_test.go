@@ -118,3 +118,28 @@ func TestHandlerRejectsJunkHost(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "invalid Host header")
 	assert.NotContains(t, w.Body.String(), "<x")
 }
+
+// BenchmarkHandlerWSDL: one ?wsdl request through echo (address from Host,
+// rendered bytes cached).
+func BenchmarkHandlerWSDL(b *testing.B) {
+	e := echo.New()
+	e.GET(soapPath, Handler(New(Options{}), "", soapPath, ""))
+	r := httptest.NewRequest(http.MethodGet, soapPath+"?wsdl", nil)
+	r.Host = "bridge.example.com:8080"
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+// BenchmarkNew: rendering the document (once per process).
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		New(Options{})
+	}
+}
