@@ -134,6 +134,12 @@ func pageGateway() *pageError {
 		"The payment gateway does not answer now. Please try again in a while."}
 }
 
+func pageUnavailable() *pageError {
+	return &pageError{http.StatusServiceUnavailable,
+		"Platbu teď nelze založit. Zkuste to prosím za chvíli znovu.",
+		"The payment cannot be created now. Please try again in a while."}
+}
+
 func pageInternal() *pageError {
 	return &pageError{http.StatusInternalServerError,
 		"Došlo k vnitřní chybě. Zkuste to prosím za chvíli znovu.",

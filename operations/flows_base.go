@@ -72,8 +72,9 @@ func (f *Flows) payBase(c echo.Context) error {
 	ctx := c.Request().Context()
 	resp, err := f.svc.Invoke(ctx, call)
 	if err != nil {
+		// A fault: the gateway or the session store failed.
 		f.log.Warn("pay-base-v2: createPayment failed", zap.Int64("goid", m.GoID), zap.Error(err))
-		return f.page(c, pageGateway())
+		return f.page(c, pageUnavailable())
 	}
 	ret := resp.Return
 	result, _ := ret.Field("result").String()

@@ -41,13 +41,14 @@ type flShop struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	got   []url.Values
-	fail  int // answer 503 to this many more calls
+	raw   map[string]string // request URI by paymentSessionId
+	fail  int               // answer 503 to this many more calls
 	calls int
 	ch    chan url.Values
 }
 
 func newFlShop(t *testing.T) *flShop {
-	s := &flShop{ch: make(chan url.Values, 100)}
+	s := &flShop{ch: make(chan url.Values, 100), raw: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.calls++
@@ -59,6 +60,7 @@ func newFlShop(t *testing.T) *flShop {
 		}
 		q := r.URL.Query()
 		s.got = append(s.got, q)
+		s.raw[q.Get("paymentSessionId")] = r.URL.RequestURI()
 		s.mu.Unlock()
 		s.ch <- q
 		_, _ = io.WriteString(w, "OK")
@@ -547,8 +549,9 @@ func TestReturnsToSuccess(t *testing.T) {
 }
 
 // Golden: the exact redirect and notification URLs of fixed inputs. The
-// return redirects are taken from the handler (the sandbox numbers payments
-// from 3000000001), the rest from the functions the handlers use.
+// return redirects and the notification are what the handlers produced
+// (the sandbox numbers payments from 3000000001; the e-shop's host is
+// replaced by a fixed one), the rest comes from the functions they use.
 func TestFlowURLsGolden(t *testing.T) {
 	env := newFlEnv(t)
 	ctx := context.Background()
@@ -566,8 +569,10 @@ func TestFlowURLsGolden(t *testing.T) {
 	}
 
 	const goid, id, parent = 8123456789, 3000000001, 3000000000
-	q, err := IdentityQuery(flSecureKey, goid, id, 0, order)
-	require.NoError(t, err)
+	flWaitNotification(t, env.shop, FormatInt(paid))
+	env.shop.mu.Lock()
+	notified := env.shop.raw[FormatInt(paid)]
+	env.shop.mu.Unlock()
 	qChild, err := IdentityQuery(flSecureKey, goid, id, parent, order)
 	require.NoError(t, err)
 	payFull, err := PayFullURL("https://bridge.example/", flSecureKey, goid, id)
@@ -576,7 +581,7 @@ func TestFlowURLsGolden(t *testing.T) {
 		"return-success":       location(paid),
 		"return-failed":        location(canceled),
 		"return-success-child": AppendQuery("https://shop.example/ok", qChild),
-		"notification":         AppendQuery("https://shop.example/gopay/notify.php?shop=1", q),
+		"notification":         "https://shop.example" + notified,
 		"pay-full-v2":          payFull,
 	} {
 		goldenFlow(t, name, got+"\n")
