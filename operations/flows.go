@@ -164,7 +164,7 @@ func (f *Flows) page(c echo.Context, err error) error {
 	return c.HTML(pe.Status, b.String())
 }
 
-// form returns the query and, for a POST, the posted form fields.
+// flowForm returns the query and, for a POST, the posted form fields.
 func flowForm(c echo.Context) (func(string) string, error) {
 	r := c.Request()
 	if r.Method == http.MethodPost {
@@ -199,8 +199,8 @@ func flowParseID(name, raw string) (int64, error) {
 }
 
 // status reads payment id of m from the gateway. A payment the gateway
-// does not know, or that belongs to another e-shop, is errUnknownPayment;
-// other failures errGateway (wrapped, for the log).
+// does not know, or that belongs to another e-shop, is pageUnknownPayment;
+// other failures pageGateway (the cause is logged).
 func (f *Flows) status(ctx context.Context, m Merchant, id int64) (*restbackend.Payment, error) {
 	p, err := f.svc.gw.PaymentStatus(ctx, m.credentials(), id)
 	if err != nil {
