@@ -28,15 +28,19 @@ var (
 	javaDir      = "/usr/share/java"
 )
 
-// axisHarness is the WSDL2Java output for the served WSDL plus Main.java,
-// compiled; made once per test run because it takes seconds.
-var axisHarness struct {
+// axisHarness is the WSDL2Java output for one WSDL plus Main.java, compiled;
+// made once per test run because it takes seconds.
+type axisHarness struct {
 	once    sync.Once
 	classes string // classpath entry of the compiled classes
-	cp      string // jars
 	took    time.Duration
 	err     error
 }
+
+var (
+	servedStubs   axisHarness // from the WSDL the bridge serves
+	originalStubs axisHarness // from the original service's WSDL (shared/reference)
+)
 
 // requireJava returns the java binary and the Axis classpath, skipping
 // (failing under CI) when java, javac or the Axis jars are missing.
@@ -67,35 +71,36 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // (the endpoint is passed at run time, not taken from the WSDL).
 func axisClasspath(t *testing.T, b *bridgeProc) (java, cp string) {
 	t.Helper()
+	return axisBuild(t, &servedStubs, "served", b.WSDLURL)
+}
+
+func axisBuild(t *testing.T, h *axisHarness, name, wsdlURL string) (java, cp string) {
+	t.Helper()
 	java, jars := requireJava(t)
-	h := &axisHarness
 	h.once.Do(func() {
 		start := time.Now()
-		h.cp = jars
-		h.err = buildAxisHarness(java, jars, b.WSDLURL)
-		h.classes = filepath.Join(e2eTmp, "axis", "classes")
+		h.classes, h.err = buildAxisHarness(java, jars, wsdlURL, filepath.Join(e2eTmp, "axis-"+name))
 		h.took = time.Since(start)
 	})
 	if h.err != nil {
 		t.Fatal(h.err)
 	}
-	t.Logf("WSDL2Java + javac (once per run) took %s", h.took.Round(time.Millisecond))
-	return java, h.classes + string(os.PathListSeparator) + h.cp
+	t.Logf("WSDL2Java + javac of the %s WSDL (once per run) took %s", name, h.took.Round(time.Millisecond))
+	return java, h.classes + string(os.PathListSeparator) + jars
 }
 
-func buildAxisHarness(java, jars, wsdlURL string) error {
-	root := filepath.Join(e2eTmp, "axis")
+func buildAxisHarness(java, jars, wsdlURL, root string) (classes string, err error) {
 	src, classes := filepath.Join(root, "src"), filepath.Join(root, "classes")
 	if err := os.MkdirAll(classes, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	gen := exec.Command(java, "-cp", jars, "org.apache.axis.wsdl.WSDL2Java", "-o", src, "-p", "bridgeclient", wsdlURL)
 	if out, err := gen.CombinedOutput(); err != nil {
-		return fmt.Errorf("WSDL2Java %s: %v\n%s", wsdlURL, err, out)
+		return "", fmt.Errorf("WSDL2Java %s: %v\n%s", wsdlURL, err, out)
 	}
 	sources, err := filepath.Glob(filepath.Join(src, "bridgeclient", "*.java"))
 	if err != nil || len(sources) == 0 {
-		return fmt.Errorf("WSDL2Java generated no sources (%v)", err)
+		return "", fmt.Errorf("WSDL2Java generated no sources (%v)", err)
 	}
 	sources = append(sources, filepath.Join(axisDir, "Main.java"))
 	// WCust.java needs paymentStatusWCust in the served WSDL; without it only
@@ -105,9 +110,9 @@ func buildAxisHarness(java, jars, wsdlURL string) error {
 	}
 	args := append([]string{"-nowarn", "-encoding", "UTF-8", "-d", classes, "-cp", jars}, sources...)
 	if out, err := exec.Command("javac", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("javac: %v\n%s", err, out)
+		return "", fmt.Errorf("javac: %v\n%s", err, out)
 	}
-	return nil
+	return classes, nil
 }
 
 // runAxis runs Main with the given scenario against b.
@@ -165,16 +170,36 @@ func TestAxisScenarios(t *testing.T) {
 	requireJava(t)
 	b := startBridge(t)
 	java, cp := axisClasspath(t, b)
-	runScenarios(t, b, func(t *testing.T, name string, args ...string) (facts, error) {
+	runScenarios(t, b, scenarios, func(t *testing.T, name string, args ...string) (facts, error) {
 		return runAxis(t, java, cp, b, append([]string{name}, args...)...)
 	})
 }
 
-// sharedVectors is the path of the legacy library's signature vectors in
-// shared/ beside the project root.
+// TestAxisOriginalStubs: an e-shop whose stubs were generated years ago from
+// the original service's WSDL, never regenerated, now pointed at the bridge.
+// Everything but paymentStatusWCust (newer than that WSDL) must work.
+func TestAxisOriginalStubs(t *testing.T) {
+	requireJava(t)
+	wsdlFile, err := filepath.Abs(sharedFile(t, "EPaymentServiceV2.original.wsdl"))
+	require.NoError(t, err)
+	b := startBridge(t)
+	java, cp := axisBuild(t, &originalStubs, "original", wsdlFile)
+	runScenarios(t, b, originalScenarios(), func(t *testing.T, name string, args ...string) (facts, error) {
+		return runAxis(t, java, cp, b, append([]string{name}, args...)...)
+	})
+}
+
+// sharedVectors is the path of the legacy library's signature vectors.
 func sharedVectors(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "reference", "signature-vectors.json")
+	return sharedFile(t, "signature-vectors.json")
+}
+
+// sharedFile is the path of a reference file in shared/ beside the project
+// root (read in place, not copied into the project).
+func sharedFile(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "reference", name)
 	if !fileExists(p) {
 		testenv.Missing(t, p, "a checkout with shared/ beside the project root")
 	}

@@ -437,3 +437,28 @@ func TestFlowsNotificationSurvivesKill(t *testing.T) {
 	default:
 	}
 }
+
+// The statement download as a legacy e-shop's script makes it.
+func TestFlowsStatementDownload(t *testing.T) {
+	b := startBridge(t)
+	sig, err := operations.Sign(demoSecureKey, operations.StatementRequestFields("2026-01-01", "2026-01-31", demoGoID, "CZK")...)
+	require.NoError(t, err)
+	q := url.Values{"statementRequest.dateFrom": {"2026-01-01"}, "statementRequest.dateTo": {"2026-01-31"},
+		"statementRequest.targetGoId": {demoGoID}, "statementRequest.currency": {"CZK"},
+		"statementRequest.contentType": {"CSV"}, "statementRequest.encryptedSignature": {sig}}
+	resp, err := http.Get(b.URL + operations.PathStatement + "?" + q.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	assert.Equal(t, "text/csv", resp.Header.Get("Content-Type"))
+	assert.Contains(t, resp.Header.Get("Content-Disposition"), `filename="statement-8123456789-2026-01-01-2026-01-31.csv"`)
+	assert.NotEmpty(t, raw)
+
+	q.Set("statementRequest.currency", "EUR") // not what was signed
+	resp2, err := http.Get(b.URL + operations.PathStatement + "?" + q.Encode())
+	require.NoError(t, err)
+	resp2.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp2.StatusCode)
+}

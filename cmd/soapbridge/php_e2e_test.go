@@ -63,7 +63,24 @@ func TestPHPSignatureSelfcheck(t *testing.T) {
 func TestPHPScenarios(t *testing.T) {
 	php := requirePHP(t)
 	b := startBridge(t)
-	runScenarios(t, b, func(t *testing.T, name string, args ...string) (facts, error) {
+	runScenarios(t, b, scenarios, func(t *testing.T, name string, args ...string) (facts, error) {
 		return runPHP(t, php, b, "scenarios.php", append([]string{name}, args...)...)
+	})
+}
+
+// TestPHPOriginalWSDL: an e-shop whose SoapClient still reads a saved copy of
+// the original service's WSDL, with only the location changed to the bridge.
+func TestPHPOriginalWSDL(t *testing.T) {
+	php := requirePHP(t)
+	wsdlFile, err := filepath.Abs(sharedFile(t, "EPaymentServiceV2.original.wsdl"))
+	require.NoError(t, err)
+	b := startBridge(t)
+	env := append(b.clientEnv(), "BRIDGE_WSDL_URL="+wsdlFile, "BRIDGE_LOCATION="+b.SOAPURL)
+	runScenarios(t, b, originalScenarios(), func(t *testing.T, name string, args ...string) (facts, error) {
+		stdout, err := runTool(t, 60*time.Second, env, php, append([]string{filepath.Join(phpDir, "scenarios.php"), name}, args...)...)
+		if strings.TrimSpace(stdout) == "" {
+			return nil, err
+		}
+		return parseFacts(t, stdout), err
 	})
 }

@@ -4,7 +4,8 @@
 // fields, 3DES-EDE in ECB mode, key = first 24 bytes of the secure key).
 // Written independently of the Go code on purpose: it is the client's view.
 //
-// Environment: BRIDGE_WSDL_URL, SANDBOX_URL, GOID, SECURE_KEY.
+// Environment: BRIDGE_WSDL_URL (URL or file), BRIDGE_LOCATION (optional
+// endpoint overriding the WSDL's address), SANDBOX_URL, GOID, SECURE_KEY.
 
 error_reporting(E_ALL);
 
@@ -149,12 +150,17 @@ function verify_payment_result($r, string $key): string
 
 function new_client(): SoapClient
 {
-    return new SoapClient(env_or_die('BRIDGE_WSDL_URL'), [
+    $opts = [
         'trace' => 1,
         'exceptions' => true,
         'cache_wsdl' => WSDL_CACHE_NONE,
         'connection_timeout' => 10,
-    ]);
+    ];
+    $location = getenv('BRIDGE_LOCATION');
+    if ($location !== false && $location !== '') {
+        $opts['location'] = $location;
+    }
+    return new SoapClient(env_or_die('BRIDGE_WSDL_URL'), $opts);
 }
 
 // POST to a JSON test helper of the sandbox gateway; returns the HTTP status.
