@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func runPage(t *testing.T, node, mode, url, returnPrefix, shots string) pageRun 
 }
 
 // merchantSite is the shop: a return page and a page with the inline form.
-func merchantSite(t *testing.T, sandboxURL string, gwURLs map[string]string) *httptest.Server {
+func merchantSite(t *testing.T, sandboxURL string, gwURLs *sync.Map) *httptest.Server {
 	inline := template.Must(template.New("shop").Parse(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shop</title></head>
 <body><h1>Demo shop</h1><p>Order 42</p>
 <form action="{{.GW}}" method="post" id="gopay-payment-button">
@@ -90,7 +91,8 @@ func merchantSite(t *testing.T, sandboxURL string, gwURLs map[string]string) *ht
 	})
 	mux.HandleFunc("GET /shop/{name}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = inline.Execute(w, map[string]string{"GW": gwURLs[r.PathValue("name")], "Embed": sandboxURL + "/gp-gw/js/embed.js"})
+		gw, _ := gwURLs.Load(r.PathValue("name"))
+		_ = inline.Execute(w, map[string]any{"GW": gw, "Embed": sandboxURL + "/gp-gw/js/embed.js"})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -101,7 +103,7 @@ func TestPaymentPageInBrowser(t *testing.T) {
 	node := needBrowser(t)
 	shots := artifactDir(t, "sandbox-page")
 	e := newEnv(t)
-	gwURLs := map[string]string{}
+	gwURLs := &sync.Map{} // name → gw_url of the inline form
 	shop := merchantSite(t, e.srv.URL, gwURLs)
 	returnURL := shop.URL + "/return?shop=demo"
 	create := func(lang string) *restbackend.Payment {
@@ -144,7 +146,7 @@ func TestPaymentPageInBrowser(t *testing.T) {
 	t.Run("inline overlay", func(t *testing.T) {
 		e := e.with(t)
 		p := create("CS")
-		gwURLs["inline"] = p.GwURL
+		gwURLs.Store("inline", p.GwURL)
 		r := runPage(t, node, "inline", shop.URL+"/shop/inline", shop.URL+"/return", shots)
 		assert.Equal(t, returnURL+"&id="+itoa(p.ID), r.Final, "the whole window returns, not the overlay")
 		assert.Equal(t, "Platba kartou", r.Gateway.Card)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
@@ -253,6 +255,8 @@ func (g *Gateway) stopRecurrence(p *payment) {
 // setState changes p's state and announces it. Caller holds g.mu.
 func (g *Gateway) setState(p *payment, state, sub string) {
 	p.state, p.subState = state, sub
+	g.log.Debug("sandbox: payment state", zap.Int64("payment", p.id), zap.Int64("parent", p.parentID),
+		zap.String("state", state), zap.String("sub_state", sub))
 	g.notifyLocked(p)
 }
 
