@@ -362,6 +362,28 @@ func TestFlowsInBrowser(t *testing.T) {
 		assert.Equal(t, "CANCELED", flowText(flowStatus(t, b.URL, id), "sessionState"))
 	})
 
+	t.Run("pay-full-v2 card declined", func(t *testing.T) {
+		ret, _ := journey(t, shop.srv.URL+"/buy/full?order=WEB-4", shop.srv.URL+"/ko", []flowStep{
+			{Wait: "#pay-card", Click: "input[name=outcome][value=declined]"},
+			{Shot: "gateway-declined-chosen", Click: "#pay-card"},
+		})
+		assert.Equal(t, "/ko", ret.Path)
+		id := ret.Query.Get("paymentSessionId")
+		shop.waitNotification(t, id)
+		assert.NotEqual(t, "PAID", flowText(flowStatus(t, b.URL, id), "sessionState"))
+	})
+
+	t.Run("pay-full-v2 offline transfer waiting", func(t *testing.T) {
+		ret, _ := journey(t, shop.srv.URL+"/buy/full?order=WEB-5", shop.srv.URL+"/ok",
+			[]flowStep{{Wait: "#transfer", Shot: "gateway", Click: "#transfer"}})
+		assert.Equal(t, "/ok", ret.Path, "waiting for a bank transfer returns to the success URL")
+		id := ret.Query.Get("paymentSessionId")
+		shop.waitNotification(t, id)
+		st := flowStatus(t, b.URL, id)
+		assert.Equal(t, "PAYMENT_METHOD_CHOSEN", flowText(st, "sessionState"))
+		assert.Equal(t, "102", flowText(st, "sessionSubState"))
+	})
+
 	t.Run("pay-base-v2 form paid", func(t *testing.T) {
 		ret, _ := journey(t, shop.srv.URL+"/buy/base?order=WEB-3", shop.srv.URL+"/ok", []flowStep{
 			{Wait: "#pay", Shot: "eshop-form", Click: "#pay"},
