@@ -101,7 +101,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 		return v, nil
 	}
 
-	if isArray || len(n.children) > 0 {
+	if isArray || n.nchild > 0 {
 		if simple {
 			return nil, clientFault("element " + quoteName(name) + " has child elements but a simple xsi:type")
 		}
@@ -111,8 +111,8 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 			v.Kind = KindArray
 			item = v.ItemType
 		}
-		v.Fields = make([]*Value, 0, len(n.children))
-		for _, c := range n.children {
+		v.Fields = make([]*Value, 0, n.nchild)
+		for c := n.first; c >= 0; c = d.t.nodes[c].next {
 			fv, f := d.value(c, d.t.nodes[c].local, item, depth+1)
 			if f != nil {
 				return nil, f

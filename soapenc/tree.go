@@ -29,8 +29,10 @@ type node struct {
 	hasHref   bool
 	href      string
 
-	text     string // character content (only for elements without children)
-	children []int32
+	text   string // character content (only for elements without children)
+	first  int32  // first child element, -1 if none
+	next   int32  // next sibling element, -1 if none
+	nchild int32
 }
 
 // qnState says whether a QName-valued attribute was present and valid.
@@ -56,9 +58,10 @@ type treeBuilder struct {
 	joined strings.Builder
 }
 
-func buildTree(root *etree.Element, lim Limits) (*tree, *Fault) {
+// buildTree flattens root; size is a guess of the element count.
+func buildTree(root *etree.Element, lim Limits, size int) (*tree, *Fault) {
 	b := treeBuilder{
-		t:     &tree{nodes: make([]node, 0, 64)},
+		t:     &tree{nodes: make([]node, 0, size)},
 		lim:   lim,
 		scope: map[string][]string{"xml": {nsXML}},
 	}
@@ -95,7 +98,7 @@ func (b *treeBuilder) qname(v string) (QName, qnState) {
 func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 	idx := int32(len(b.t.nodes))
 	b.t.nodes = append(b.t.nodes, node{})
-	n := node{local: e.Tag}
+	n := node{local: e.Tag, first: -1, next: -1}
 
 	// Declarations first: they apply to the element's own name and attributes.
 	// (On a fault the scope is left as it is: the tree is abandoned.)
@@ -156,6 +159,7 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 
 	var first *etree.CharData
 	texts := 0
+	prev := int32(-1)
 	for _, t := range e.Child {
 		switch t := t.(type) {
 		case *etree.Element:
@@ -163,7 +167,13 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 			if f != nil {
 				return 0, f
 			}
-			n.children = append(n.children, c)
+			if prev < 0 {
+				n.first = c
+			} else {
+				b.t.nodes[prev].next = c
+			}
+			prev = c
+			n.nchild++
 		case *etree.CharData:
 			if first == nil {
 				first = t
@@ -173,7 +183,7 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 			return 0, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
 		}
 	}
-	if len(n.children) == 0 {
+	if n.nchild == 0 {
 		switch texts {
 		case 0:
 		case 1:
