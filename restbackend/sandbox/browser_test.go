@@ -100,6 +100,9 @@ func merchantSite(t *testing.T, sandboxURL string, gwURLs *sync.Map) *httptest.S
 }
 
 func TestPaymentPageInBrowser(t *testing.T) {
+	if raceOn {
+		t.Skip("runs in the pass without -race; TestPageActions covers the handlers under -race")
+	}
 	node := needBrowser(t)
 	shots := artifactDir(t, "sandbox-page")
 	e := newEnv(t)

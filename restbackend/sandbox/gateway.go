@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -174,6 +175,7 @@ func (g *Gateway) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = g.errorHandler
+	e.Use(middleware.Recover(), middleware.BodyLimit("1M"))
 
 	api := e.Group("/api")
 	api.POST("/oauth2/token", g.handleToken)

@@ -122,6 +122,14 @@ func TestMalformedBodies(t *testing.T) {
 	}
 }
 
+func TestBodyTooLarge(t *testing.T) {
+	e := newEnv(t)
+	big := `{"order_description":"` + strings.Repeat("x", 2<<20) + `"}`
+	st, b := e.call(http.MethodPost, "/api/payments/payment", big)
+	require.Equal(t, http.StatusRequestEntityTooLarge, st)
+	errorBody(t, b)
+}
+
 func TestAuthorization(t *testing.T) {
 	e := newEnv(t)
 	p := e.create(nil)
