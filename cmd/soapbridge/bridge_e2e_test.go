@@ -153,7 +153,8 @@ func withDB(path string) bridgeOpt { return func(c *bridgeConfig) { c.db = path 
 
 // startBridge runs the built binary with the demo merchant on free loopback
 // ports and waits for /healthz. It is stopped (SIGTERM, must exit 0) at the
-// end of t unless stopped before.
+// end of t unless stopped before. A port taken between choosing and binding
+// it (other test packages run in parallel) means another try on new ports.
 func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 	t.Helper()
 	bin := bridgeBinary(t)
@@ -161,7 +162,22 @@ func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	port, sandboxPort := freePort(t), freePort(t)
+	for attempt := 1; ; attempt++ {
+		b, err := tryStartBridge(t, bin, cfg)
+		if err == nil {
+			return b
+		}
+		if attempt < 3 && strings.Contains(b.log.String(), "address already in use") {
+			continue
+		}
+		t.Fatalf("%v; log:\n%s", err, b.log.String())
+	}
+}
+
+func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, error) {
+	t.Helper()
+	ports := freePorts(t, 2)
+	port, sandboxPort := ports[0], ports[1]
 	b := &bridgeProc{
 		URL:        "http://127.0.0.1:" + port,
 		SandboxURL: "http://127.0.0.1:" + sandboxPort,
@@ -199,6 +215,12 @@ func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 		t.Fatal(err)
 	}
 	go func() { b.waitErr = b.cmd.Wait(); close(b.done) }()
+	if err := waitHealthy(b.URL+"/healthz", b.done); err != nil {
+		_ = b.cmd.Process.Kill()
+		<-b.done
+		return b, err
+	}
+	b.readyAt = b.log.Len()
 	t.Cleanup(func() {
 		if !b.stopped {
 			b.Stop()
@@ -207,9 +229,7 @@ func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 			t.Logf("soapbridge log:\n%s", b.log.String())
 		}
 	})
-	waitHealthy(t, b.URL+"/healthz", b.done, b.log)
-	b.readyAt = b.log.Len()
-	return b
+	return b, nil
 }
 
 // Stop sends SIGTERM and requires a graceful exit (status 0) within 10 s,
@@ -260,8 +280,7 @@ func checkNoSecrets(t *testing.T, log string, readyAt int, embedded bool) {
 }
 
 // waitHealthy polls url until it answers 200, the process dies, or 20 s pass.
-func waitHealthy(t *testing.T, url string, done <-chan struct{}, log *syncBuffer) {
-	t.Helper()
+func waitHealthy(url string, done <-chan struct{}) error {
 	deadline := time.Now().Add(20 * time.Second)
 	client := &http.Client{Timeout: time.Second}
 	for {
@@ -269,28 +288,34 @@ func waitHealthy(t *testing.T, url string, done <-chan struct{}, log *syncBuffer
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-done:
-			t.Fatalf("process exited before %s answered; log:\n%s", url, log.String())
+			return fmt.Errorf("process exited before %s answered", url)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 within 20 s (last error %v); log:\n%s", url, err, log.String())
+			return fmt.Errorf("%s did not answer 200 within 20 s (last error %v)", url, err)
 		}
 	}
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns n distinct free loopback ports (all held open while
+// choosing, so none is handed out twice).
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return ports
 }
 
 // envWithout is the test's environment less variables starting with prefix,

@@ -25,7 +25,7 @@ type gatewayProc struct {
 func startGatewaySandbox(t *testing.T) *gatewayProc {
 	t.Helper()
 	bin := gatewaySandboxBinary(t)
-	port := freePort(t)
+	port := freePorts(t, 1)[0]
 	g := &gatewayProc{URL: "http://127.0.0.1:" + port, log: &syncBuffer{}, done: make(chan struct{})}
 	g.cmd = exec.Command(bin)
 	g.cmd.Env = append(envWithout("SOAPBRIDGE_"),
@@ -51,7 +51,10 @@ func startGatewaySandbox(t *testing.T) *gatewayProc {
 			t.Logf("gatewaysandbox log:\n%s", g.log.String())
 		}
 	})
-	waitHealthy(t, g.URL+"/sandbox/clock", g.done, g.log) // the sandbox has no /healthz
+	// The sandbox has no /healthz; its clock helper answers once it serves.
+	if err := waitHealthy(g.URL+"/sandbox/clock", g.done); err != nil {
+		t.Fatal(err) // the cleanup above prints the log
+	}
 	return g
 }
 
