@@ -254,6 +254,19 @@ func (b *bridgeProc) Stop() {
 	checkNoSecrets(t, b.log.String(), b.readyAt, b.embedded)
 }
 
+// Kill ends the bridge with SIGKILL (a crash: no shutdown code runs), for
+// recovery tests, then checks the log for secrets.
+func (b *bridgeProc) Kill() {
+	t := b.t
+	t.Helper()
+	b.stopped = true
+	if err := b.cmd.Process.Kill(); err != nil {
+		t.Errorf("SIGKILL: %v", err)
+	}
+	<-b.done
+	checkNoSecrets(t, b.log.String(), b.readyAt, b.embedded)
+}
+
 // checkNoSecrets: with the embedded sandbox the bridge prints the demo
 // merchant's credentials once at start, on purpose (so `go run` is usable).
 // So secrets are allowed only before /healthz first answered, and only with
