@@ -252,8 +252,11 @@ func (g *Gateway) stopRecurrence(p *payment) {
 	}
 }
 
-// setState changes p's state and announces it. Caller holds g.mu.
+// setState changes p's state and announces a change. Caller holds g.mu.
 func (g *Gateway) setState(p *payment, state, sub string) {
+	if p.state == state && p.subState == sub {
+		return
+	}
 	p.state, p.subState = state, sub
 	g.log.Debug("sandbox: payment state", zap.Int64("payment", p.id), zap.Int64("parent", p.parentID),
 		zap.String("state", state), zap.String("sub_state", sub))

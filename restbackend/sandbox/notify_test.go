@@ -40,11 +40,13 @@ func TestNotificationOnEveryChange(t *testing.T) {
 	e := newEnv(t)
 	p := e.create(nil) // creation itself is not announced
 	e.mustHelper(p.ID, "wait", nil)
+	e.mustHelper(p.ID, "wait", nil) // no change, no notification
 	e.mustHelper(p.ID, "pay", nil)
 	e.mustPost(p.ID, "refund", amount(100))
-	e.mustPost(p.ID, "refund", amount(900))
-	calls := e.waitCalls(4)
-	assert.Len(t, calls, 4)
+	e.mustPost(p.ID, "refund", amount(100)) // same state, but a refund
+	e.mustPost(p.ID, "refund", amount(800))
+	calls := e.waitCalls(5)
+	assert.Len(t, calls, 5)
 	for _, c := range calls {
 		assert.Equal(t, "goid=8123456789&id="+itoa(p.ID), c)
 	}

@@ -411,9 +411,12 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 	p.refunded += amount
 	p.refunds = append(p.refunds, refund{amount: amount, at: now})
 	p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
-	if p.refunded == p.amount {
+	switch {
+	case p.refunded == p.amount:
 		g.setState(p, restbackend.StateRefunded, "")
-	} else {
+	case p.state == restbackend.StatePartiallyRefunded:
+		g.notifyLocked(p) // a further partial refund: same state, still news
+	default:
 		g.setState(p, restbackend.StatePartiallyRefunded, "")
 	}
 	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
