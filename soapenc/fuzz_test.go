@@ -22,7 +22,7 @@ func countValues(vs []*Value) int {
 var faultCodes = map[string]bool{FaultClient: true, FaultServer: true, FaultVersionMismatch: true, FaultMustUnderstand: true}
 
 func FuzzDecode(f *testing.F) {
-	for _, p := range captureFiles(f) {
+	for _, p := range append(captureFiles(f), handmadeFiles(f)...) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -14,6 +14,18 @@ type decoder struct {
 	busy   map[int32]bool // referenced nodes being resolved on the current path
 	nodes  int            // values created
 	budget int            // limit for nodes
+	slab   []Value        // Values are carved from here: one allocation per request
+}
+
+func (d *decoder) newValue(name string) *Value {
+	if len(d.slab) == cap(d.slab) {
+		// References may create more values than elements; grow in chunks.
+		d.slab = make([]Value, 0, min(max(len(d.t.nodes), 16), 1024))
+	}
+	d.slab = d.slab[:len(d.slab)+1]
+	v := &d.slab[len(d.slab)-1]
+	v.Name = name
+	return v
 }
 
 // value decodes the accessor n (named name); deflt is the type to assume
@@ -52,7 +64,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 	if d.nodes > d.budget {
 		return nil, clientFault("too many values after resolving references")
 	}
-	v := &Value{Name: name}
+	v := d.newValue(name)
 	typ := n.typ
 	switch n.typState {
 	case qnUndeclared:
