@@ -79,19 +79,22 @@ func (f facts) created(t *testing.T) {
 type scenario struct {
 	name  string
 	check func(t *testing.T, f facts)
-	// restCalls, when set, is checked against the bridge's log of the
-	// scenario: whether the bridge called the REST gateway at all.
-	restCalls *bool
+	// rest is checked against the bridge's log of the scenario: whether
+	// the bridge called the REST gateway at all.
+	rest restExpect
 }
+
+type restExpect int
+
+const (
+	restUnchecked restExpect = iota
+	restCalled
+	restNotCalled
+)
 
 // restCallMark is what the REST client logs (at debug level) for each
 // gateway call: the path under the REST root.
 const restCallMark = "/payments/payment"
-
-var (
-	yes = true
-	no  = false
-)
 
 var scenarios = []scenario{
 	{"card_paid", func(t *testing.T, f facts) {
@@ -99,25 +102,25 @@ var scenarios = []scenario{
 		f.signedStatus(t, "status", "PAID")
 		f.eq(t, "status.id", f["create.id"])
 		f.nonEmpty(t, "status.paymentChannel")
-	}, &yes}, // proves the log probe of bad_signature can see REST calls
+	}, restCalled}, // proves the log probe of bad_signature can see REST calls
 	{"preauth_capture", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "authorized", "AUTHORIZED")
 		f.signedResult(t, "op", "FINISHED")
 		f.eq(t, "op.id", f["create.id"])
 		f.signedStatus(t, "status", "PAID")
-	}, nil},
+	}, restUnchecked},
 	{"preauth_void", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "authorized", "AUTHORIZED")
 		f.signedResult(t, "op", "FINISHED")
 		f.signedStatus(t, "status", "CANCELED")
-	}, nil},
+	}, restUnchecked},
 	{"refund_whole", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedResult(t, "op", "FINISHED")
 		f.signedStatus(t, "status", "REFUNDED")
-	}, nil},
+	}, restUnchecked},
 	{"refund_partial", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedResult(t, "op", "FINISHED")
@@ -125,7 +128,7 @@ var scenarios = []scenario{
 			f.signedResult(t, "op2", "FINISHED")
 		}
 		f.signedStatus(t, "status", "PARTIALLY_REFUNDED")
-	}, nil},
+	}, restUnchecked},
 	{"recurrence_on_demand", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "status", "PAID")
@@ -137,44 +140,44 @@ var scenarios = []scenario{
 		f.positive(t, "child.id")
 		assert.NotEqual(t, f["parent.id"], f["child.id"], "child has its own session id")
 		f.signedResult(t, "void", "FINISHED")
-	}, nil},
+	}, restUnchecked},
 	{"payment_methods", func(t *testing.T, f facts) {
 		f.positive(t, "methods.count")
 		for _, code := range strings.Split(f["methods.codes"], ",") {
 			assert.NotEmpty(t, code, "every method has a code: %v", f)
 		}
-	}, nil},
+	}, restUnchecked},
 	{"create_buyer", func(t *testing.T, f facts) {
 		f.eq(t, "buyer.result", "FAILED")
 		f.nonEmpty(t, "buyer.resultDescription")
-	}, nil},
+	}, restUnchecked},
 	{"bad_signature", func(t *testing.T, f facts) {
 		f.eq(t, "create.result", "CALL_FAILED")
 		f.nonEmpty(t, "create.resultDescription")
 		f.eq(t, "status.result", "CALL_FAILED")
 		f.eq(t, "capture.result", "FAILED")
 		f.nonEmpty(t, "capture.resultDescription")
-	}, &no}, // refused before any REST call
+	}, restNotCalled}, // refused before any REST call
 	{"unknown_goid", func(t *testing.T, f facts) {
 		f.eq(t, "create.result", "CALL_FAILED")
 		f.nonEmpty(t, "create.resultDescription")
 		f.eq(t, "status.result", "CALL_FAILED")
 		// Not signed with some other e-shop's key.
 		assert.NotEqual(t, "ok", f["create.sig"], "create.sig")
-	}, &no},
+	}, restNotCalled},
 	{"rest_validation", func(t *testing.T, f facts) {
 		f.eq(t, "long.result", "CALL_FAILED")
 		f.nonEmpty(t, "long.resultDescription")
 		f.eq(t, "currency.result", "CALL_FAILED")
 		f.nonEmpty(t, "currency.resultDescription")
-	}, nil},
+	}, restUnchecked},
 	{"status_wcust", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "status", "PAID")
 		f.eq(t, "customer.email", "jan@example.cz")
 		f.eq(t, "customer.firstName", "Jan")
 		f.nonEmpty(t, "card.cardNumber")
-	}, nil},
+	}, restUnchecked},
 }
 
 // runScenarios runs every scenario as its own subtest through run, which
@@ -192,9 +195,9 @@ func runScenarios(t *testing.T, b *bridgeProc, list []scenario, run func(t *test
 			if f != nil {
 				sc.check(t, f)
 			}
-			if sc.restCalls != nil {
+			if sc.rest != restUnchecked {
 				log := b.log.String()[from:]
-				assert.Equal(t, *sc.restCalls, strings.Contains(log, restCallMark),
+				assert.Equal(t, sc.rest == restCalled, strings.Contains(log, restCallMark),
 					"REST gateway called (%q in the bridge log); log of the scenario:\n%s", restCallMark, log)
 			}
 		})
