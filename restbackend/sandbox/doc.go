@@ -53,7 +53,7 @@
 // payment is paid; DAY/WEEK/MONTH charge child payments (parent_id, PAID by
 // the stored card) every period × cycle after that, while the charge falls
 // on or before recurrence_date_to (Prague), then STOPPED. void-recurrence
-// stops at once. Every change of state or sub-state is announced to
+// stops at once. Every change of state or sub-state, and every refund, is announced to
 // notification_url with id added (GET), repeated until the merchant answers
 // 200, at most 20 calls (about 24 h with the default backoff).
 //
