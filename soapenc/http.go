@@ -1,6 +1,7 @@
 package soapenc
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -25,7 +26,20 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	if r.ContentLength > lim.MaxBytes {
 		return nil, clientFault("request too large")
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, lim.MaxBytes+1))
+	// The body is read into a pooled buffer: Decode keeps no reference to
+	// it (the parser copies every string it returns).
+	bp := bufPool.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, lim.MaxBytes+1))
+	defer func() {
+		if b := buf.Bytes(); cap(b) <= 1<<20 {
+			*bp = b[:0]
+			bufPool.Put(bp)
+		}
+	}()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -33,10 +47,10 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 		}
 		return nil, clientFault("could not read the request body")
 	}
-	if int64(len(body)) > lim.MaxBytes {
+	if int64(buf.Len()) > lim.MaxBytes {
 		return nil, clientFault("request too large")
 	}
-	return Decode(body, ct, lim)
+	return Decode(buf.Bytes(), ct, lim)
 }
 
 // WriteResponse writes r with status 200 and Content-Type text/xml.

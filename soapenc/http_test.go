@@ -70,3 +70,19 @@ func TestEncodeEscapesAndKeepsUTF8Valid(t *testing.T) {
 	require.Equal(t, "a\uFFFDb\uFFFDc\uFFFDd<&>\"'\r\n\t", c.Param("s").Text)
 	require.Equal(t, `urn:a"b&c`, c.Operation.Space)
 }
+
+func TestReadRequestValuesSurviveBufferReuse(t *testing.T) {
+	read := func(s string) *Call {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(envelope("", call("op", `<a xsi:type="xsd:string">`+s+`</a>`))))
+		r.Header.Set("Content-Type", "text/xml")
+		c, err := ReadRequest(r, DefaultLimits())
+		require.NoError(t, err)
+		return c
+	}
+	first := read("first-value")
+	for i := 0; i < 10; i++ {
+		read(strings.Repeat("X", len("first-value")))
+	}
+	require.Equal(t, "first-value", first.Param("a").Text)
+	require.Equal(t, QName{"http://axis.web.gopay.cz", "op"}, first.Operation)
+}
