@@ -424,3 +424,17 @@ func TestHostileManyAttributesAndDeclarations(t *testing.T) {
 	require.Equal(t, KindInt, c.Params[29].Kind)
 	require.Equal(t, "29", c.Params[29].Text)
 }
+
+func TestDecodeXMLSchema1999Draft(t *testing.T) {
+	// SOAP::Lite style: 1999 XSD/XSI namespaces, xsi:null.
+	doc := `<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/1999/XMLSchema-instance" xmlns:xsd="http://www.w3.org/1999/XMLSchema">` +
+		`<SOAP-ENV:Body><namesp1:paymentStatus xmlns:namesp1="http://axis.web.gopay.cz"><paymentSessionInfo>` +
+		`<paymentSessionId xsi:type="xsd:long">3000000001</paymentSessionId><targetGoId xsi:type="xsd:long" xsi:null="1"/><flag xsi:type="xsd:boolean">1</flag>` +
+		`</paymentSessionInfo></namesp1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+	c := mustDecode(t, doc)
+	si := c.Param("paymentSessionInfo")
+	require.Equal(t, KindStruct, si.Kind)
+	require.Equal(t, KindInt, si.Field("paymentSessionId").Kind)
+	require.True(t, si.Field("targetGoId").Nil)
+	require.Equal(t, KindBool, si.Field("flag").Kind)
+}

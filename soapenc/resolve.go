@@ -73,7 +73,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 		return nil, clientFault("xsi:type of " + quoteName(name) + " is malformed")
 	case qnAbsent:
 		typ = deflt
-		if n.space == NSEncoding || n.space == NSXSD {
+		if n.space == NSEncoding || isXSD(n.space) {
 			// SOAP 1.1 5.2: an element named after its type, e.g. <soapenc:long>.
 			if k, simple := simpleKind(n.local); simple || k == KindArray {
 				typ = QName{n.space, n.local}
@@ -83,7 +83,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 	v.Type = typ
 
 	kind, simple := KindString, false
-	builtin := typ.Space == NSXSD || typ.Space == NSEncoding
+	builtin := typ.Space == NSEncoding || isXSD(typ.Space)
 	if builtin {
 		kind, simple = simpleKind(typ.Local)
 	}

@@ -133,7 +133,7 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 			continue
 		}
 		switch a.Key {
-		case "type", "nil", "arrayType", "root", "mustUnderstand", "actor":
+		case "type", "nil", "null", "arrayType", "root", "mustUnderstand", "actor":
 		default:
 			continue
 		}
@@ -142,9 +142,9 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 			continue
 		}
 		switch {
-		case ns == NSXSI && a.Key == "type":
+		case isXSI(ns) && a.Key == "type":
 			n.typ, n.typState = b.qname(a.Value)
-		case ns == NSXSI && a.Key == "nil":
+		case isXSI(ns) && (a.Key == "nil" || a.Key == "null"):
 			n.isNil = isTrue(a.Value)
 		case ns == NSEncoding && a.Key == "arrayType":
 			n.item, n.arrState = b.arrayType(a.Value)
@@ -207,6 +207,19 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 	}
 	return idx, nil
 }
+
+// Older toolkits (SOAP::Lite, Apache SOAP 2) still send the 1999 and 2000
+// drafts of XML Schema; their instance attributes and types mean the same
+// (the 1999 draft spells nil "null").
+const (
+	nsXSI1999 = "http://www.w3.org/1999/XMLSchema-instance"
+	nsXSI2000 = "http://www.w3.org/2000/10/XMLSchema-instance"
+	nsXSD1999 = "http://www.w3.org/1999/XMLSchema"
+	nsXSD2000 = "http://www.w3.org/2000/10/XMLSchema"
+)
+
+func isXSI(ns string) bool { return ns == NSXSI || ns == nsXSI1999 || ns == nsXSI2000 }
+func isXSD(ns string) bool { return ns == NSXSD || ns == nsXSD1999 || ns == nsXSD2000 }
 
 // declPrefix reports whether a declares a namespace prefix ("" = default).
 func declPrefix(a *etree.Attr) (string, bool) {
