@@ -2,9 +2,11 @@ package soapenc
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/beevik/etree"
@@ -123,4 +125,38 @@ func encodeWithEtree(r *Response) *etree.Document {
 	}
 	add(op, r.Return)
 	return doc
+}
+
+// Hostile inputs: the cost of refusing them must stay proportional to the
+// body size.
+func benchHostile(b *testing.B, doc string, wantFault bool) {
+	body := []byte(doc)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := Decode(body, "text/xml", DefaultLimits())
+		if (err != nil) != wantFault {
+			b.Fatalf("fault = %v", err)
+		}
+	}
+}
+
+func BenchmarkDecodeHostileBillionLaughs(b *testing.B) {
+	benchHostile(b, billionLaughs(30, 10), true)
+}
+
+func BenchmarkDecodeHostileAttributeFlood(b *testing.B) {
+	var attrs strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&attrs, ` xmlns:p%d="urn:p%d" p%d:type="p%d:x"`, i, i, i, i)
+	}
+	benchHostile(b, envelope("", call("op", `<a`+attrs.String()+`>1</a>`)), false)
+}
+
+func BenchmarkDecodeLargeBody(b *testing.B) {
+	var parts strings.Builder
+	for parts.Len() < 900<<10 {
+		parts.WriteString(`<p xsi:type="xsd:string">Objednávka č. 42 – žluťoučký kůň</p>`)
+	}
+	benchHostile(b, envelope("", call("op", parts.String())), false)
 }

@@ -19,7 +19,7 @@ type Limits struct {
 	MaxDepth int   // element nesting, Envelope = 1; also depth of the resolved value tree (default 64)
 	MaxRefs  int   // elements carrying an id, i.e. multi-reference targets (default 1000)
 	// MaxNodes is how many values href resolution may create beyond the
-	// number of elements in the Body (default 10000). Shared references copy
+	// number of elements in the document (default 10000). Shared references copy
 	// the referenced value, so without it a "billion laughs" of hrefs would
 	// expand exponentially.
 	MaxNodes int
