@@ -89,11 +89,10 @@ func isDecimal(s string, exp bool) bool {
 			s = s[:i]
 		}
 	}
-	intPart, frac, dot := strings.Cut(s, ".")
+	intPart, frac, _ := strings.Cut(s, ".")
 	if intPart == "" && frac == "" {
 		return false
 	}
-	_ = dot
 	return allDigits(intPart) && allDigits(frac)
 }
 
