@@ -143,7 +143,7 @@ func (e *encoder) declare(ns string) {
 func (e *encoder) collect(v *Value) {
 	t := typeOf(v)
 	e.declare(t.Space)
-	if v.Kind == KindArray {
+	if v.Kind == KindArray && !v.Nil { // soapenc:arrayType="itemType[N]"
 		e.declare(NSEncoding)
 		e.declare(itemTypeOf(v).Space)
 	}

@@ -25,6 +25,7 @@ func TestPHPSoapClientReadsReplies(t *testing.T) {
 		"capturePayment":         "capturePayment",
 		"paymentMethodList":      "paymentMethodList",
 		"paymentMethodListEmpty": "paymentMethodList",
+		"nils":                   "paymentStatusWCust",
 		"fault-client":           "touch",
 		"fault-server":           "touch",
 		"fault-versionmismatch":  "touch",
