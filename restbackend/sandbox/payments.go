@@ -367,10 +367,18 @@ func (g *Gateway) owned(goid, id int64) (*payment, error) {
 	return p, nil
 }
 
-func (g *Gateway) handleStatus(c echo.Context) error {
+// withPayment is the preamble of the /payments/payment/{id}/... handlers: it
+// parses the path id, runs read (if any; it reads the body, so before
+// locking), then calls do with the caller's merchant's payment under g.mu.
+func (g *Gateway) withPayment(c echo.Context, read func() error, do func(p *payment) error) error {
 	id, err := pathID(c)
 	if err != nil {
 		return err
+	}
+	if read != nil {
+		if err := read(); err != nil {
+			return err
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -378,48 +386,52 @@ func (g *Gateway) handleStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, p.view())
+	return do(p)
+}
+
+// finished is the reply of an operation done at once.
+func finished(c echo.Context, p *payment) error {
+	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+}
+
+func (g *Gateway) handleStatus(c echo.Context) error {
+	return g.withPayment(c, nil, func(p *payment) error {
+		return c.JSON(http.StatusOK, p.view())
+	})
 }
 
 func (g *Gateway) handleRefund(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	raw := c.FormValue("amount") // parsed before locking: it reads the body
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	if raw == "" {
-		return errField(codeMandatory, "amount", "amount is required")
-	}
-	amount, perr := strconv.ParseInt(raw, 10, 64)
-	if perr != nil || amount <= 0 {
-		return errField(codeWrongFormat, "amount", "amount must be a positive integer in minor units")
-	}
-	if p.state != restbackend.StatePaid && p.state != restbackend.StatePartiallyRefunded {
-		return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeWrongState, ErrorName: nameRefundUnsupported,
-			Message: "payment in state " + p.state + " cannot be refunded", Description: "only PAID and PARTIALLY_REFUNDED payments can be refunded"})
-	}
-	if left := p.amount - p.refunded; amount > left {
-		return errField(codeInvalidRequest, "amount", fmt.Sprintf("amount %d exceeds what is left to refund (%d)", amount, left))
-	}
-	now := g.clock.Now()
-	p.refunded += amount
-	p.refunds = append(p.refunds, refund{amount: amount, at: now})
-	p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
-	switch {
-	case p.refunded == p.amount:
-		g.setState(p, restbackend.StateRefunded, "")
-	case p.state == restbackend.StatePartiallyRefunded:
-		g.notifyLocked(p) // a further partial refund: same state, still news
-	default:
-		g.setState(p, restbackend.StatePartiallyRefunded, "")
-	}
-	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+	var raw string
+	read := func() error { raw = c.FormValue("amount"); return nil }
+	return g.withPayment(c, read, func(p *payment) error {
+		if raw == "" {
+			return errField(codeMandatory, "amount", "amount is required")
+		}
+		amount, perr := strconv.ParseInt(raw, 10, 64)
+		if perr != nil || amount <= 0 {
+			return errField(codeWrongFormat, "amount", "amount must be a positive integer in minor units")
+		}
+		if p.state != restbackend.StatePaid && p.state != restbackend.StatePartiallyRefunded {
+			return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeWrongState, ErrorName: nameRefundUnsupported,
+				Message: "payment in state " + p.state + " cannot be refunded", Description: "only PAID and PARTIALLY_REFUNDED payments can be refunded"})
+		}
+		if left := p.amount - p.refunded; amount > left {
+			return errField(codeInvalidRequest, "amount", fmt.Sprintf("amount %d exceeds what is left to refund (%d)", amount, left))
+		}
+		now := g.clock.Now()
+		p.refunded += amount
+		p.refunds = append(p.refunds, refund{amount: amount, at: now})
+		p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
+		switch {
+		case p.refunded == p.amount:
+			g.setState(p, restbackend.StateRefunded, "")
+		case p.state == restbackend.StatePartiallyRefunded:
+			g.notifyLocked(p) // a further partial refund: same state, still news
+		default:
+			g.setState(p, restbackend.StatePartiallyRefunded, "")
+		}
+		return finished(c, p)
+	})
 }
 
 // refundView is one entry of GET /payments/payment/{id}/refunds.
@@ -431,143 +443,102 @@ type refundView struct {
 }
 
 func (g *Gateway) handleRefunds(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	out := []refundView{}
-	for i, r := range p.refunds {
-		out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, State: "FINISHED", DateCreate: r.at.In(prague).Format("2006-01-02")})
-	}
-	return c.JSON(http.StatusOK, out)
+	return g.withPayment(c, nil, func(p *payment) error {
+		out := []refundView{}
+		for i, r := range p.refunds {
+			out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, State: "FINISHED", DateCreate: r.at.In(prague).Format("2006-01-02")})
+		}
+		return c.JSON(http.StatusOK, out)
+	})
 }
 
 func (g *Gateway) handleCapture(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var cr restbackend.CaptureRequest
-	body, _ := io.ReadAll(io.LimitReader(c.Request().Body, maxBody))
-	if strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-		if err := decodeJSON(body, &cr); err != nil {
-			return err
+	read := func() error {
+		body, _ := io.ReadAll(io.LimitReader(c.Request().Body, maxBody))
+		if strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+			return decodeJSON(body, &cr)
 		}
+		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	if p.state != restbackend.StateAuthorized {
-		return refuse(http.StatusConflict, globalErr(codeCaptureFailed, "payment in state "+p.state+" has no authorization to capture"))
-	}
-	amount := cr.Amount
-	if amount == 0 {
-		for _, it := range cr.Items {
-			amount += it.Amount
+	return g.withPayment(c, read, func(p *payment) error {
+		if p.state != restbackend.StateAuthorized {
+			return refuse(http.StatusConflict, globalErr(codeCaptureFailed, "payment in state "+p.state+" has no authorization to capture"))
 		}
-	}
-	if amount == 0 {
-		amount = p.authorized
-	}
-	if amount < 0 || amount > p.authorized {
-		return errField(codeCaptureFailed, "amount", fmt.Sprintf("capture amount %d must be between 1 and the authorized %d", amount, p.authorized))
-	}
-	now := g.clock.Now()
-	p.amount = amount // the rest of the hold is released
-	p.preauth.State = "CAPTURED"
-	g.settle(p, now)
-	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+		amount := cr.Amount
+		if amount == 0 {
+			for _, it := range cr.Items {
+				amount += it.Amount
+			}
+		}
+		if amount == 0 {
+			amount = p.authorized
+		}
+		if amount < 0 || amount > p.authorized {
+			return errField(codeCaptureFailed, "amount", fmt.Sprintf("capture amount %d must be between 1 and the authorized %d", amount, p.authorized))
+		}
+		now := g.clock.Now()
+		p.amount = amount // the rest of the hold is released
+		p.preauth.State = "CAPTURED"
+		g.settle(p, now)
+		return finished(c, p)
+	})
 }
 
 func (g *Gateway) handleVoidAuthorization(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	if p.state != restbackend.StateAuthorized {
-		return refuse(http.StatusConflict, globalErr(codeVoidAuthFailed, "payment in state "+p.state+" has no authorization to void"))
-	}
-	p.preauth.State = "CANCELED"
-	g.stopRecurrence(p)
-	g.setState(p, restbackend.StateCanceled, "")
-	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+	return g.withPayment(c, nil, func(p *payment) error {
+		if p.state != restbackend.StateAuthorized {
+			return refuse(http.StatusConflict, globalErr(codeVoidAuthFailed, "payment in state "+p.state+" has no authorization to void"))
+		}
+		p.preauth.State = "CANCELED"
+		g.stopRecurrence(p)
+		g.setState(p, restbackend.StateCanceled, "")
+		return finished(c, p)
+	})
 }
 
 func (g *Gateway) handleVoidRecurrence(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	if p.recurrence == nil {
-		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not a recurring payment"))
-	}
-	if p.recurrence.RecurrenceState == "STOPPED" {
-		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "the recurrence is already stopped"))
-	}
-	p.recurrence.RecurrenceState = "STOPPED"
-	return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: restbackend.ResultFinished})
+	return g.withPayment(c, nil, func(p *payment) error {
+		if p.recurrence == nil {
+			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not a recurring payment"))
+		}
+		if p.recurrence.RecurrenceState == "STOPPED" {
+			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "the recurrence is already stopped"))
+		}
+		p.recurrence.RecurrenceState = "STOPPED"
+		return finished(c, p)
+	})
 }
 
 func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var req restbackend.RecurrenceRequest
-	if err := readJSON(c, &req); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.owned(goidOf(c), id)
-	if err != nil {
-		return err
-	}
-	now := g.clock.Now()
-	if p.recurrence == nil || p.recurrence.RecurrenceCycle != restbackend.CycleOnDemand {
-		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not an ON_DEMAND recurring payment"))
-	}
-	if p.recurrence.RecurrenceState == "STARTED" && !recurrenceEnd(p).IsZero() && !now.Before(recurrenceEnd(p)) {
-		p.recurrence.RecurrenceState = "STOPPED"
-	}
-	if p.recurrence.RecurrenceState != "STARTED" {
-		return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "recurrence is "+p.recurrence.RecurrenceState+"; follow-ups need a paid initiating payment with a running recurrence"))
-	}
-	v := &validator{}
-	v.amountField("amount", req.Amount)
-	v.currencyField("currency", req.Currency)
-	if req.Currency != "" && currencies[req.Currency] && req.Currency != p.req.Currency {
-		v.add(codeWrongFormat, "currency", "currency must be the initiating payment's %s", p.req.Currency)
-	}
-	v.orderFields(req.OrderNumber, req.OrderDescription)
-	v.additionalParams(req.AdditionalParams)
-	v.itemList(req.Items)
-	if err := v.err(); err != nil {
-		return err
-	}
-	child := g.charge(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
-	return c.JSON(http.StatusOK, child.view())
+	read := func() error { return readJSON(c, &req) }
+	return g.withPayment(c, read, func(p *payment) error {
+		now := g.clock.Now()
+		if p.recurrence == nil || p.recurrence.RecurrenceCycle != restbackend.CycleOnDemand {
+			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not an ON_DEMAND recurring payment"))
+		}
+		if p.recurrence.RecurrenceState == "STARTED" && !recurrenceEnd(p).IsZero() && !now.Before(recurrenceEnd(p)) {
+			p.recurrence.RecurrenceState = "STOPPED"
+		}
+		if p.recurrence.RecurrenceState != "STARTED" {
+			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "recurrence is "+p.recurrence.RecurrenceState+"; follow-ups need a paid initiating payment with a running recurrence"))
+		}
+		v := &validator{}
+		v.amountField("amount", req.Amount)
+		v.currencyField("currency", req.Currency)
+		if req.Currency != "" && currencies[req.Currency] && req.Currency != p.req.Currency {
+			v.add(codeWrongFormat, "currency", "currency must be the initiating payment's %s", p.req.Currency)
+		}
+		v.orderFields(req.OrderNumber, req.OrderDescription)
+		v.additionalParams(req.AdditionalParams)
+		v.itemList(req.Items)
+		if err := v.err(); err != nil {
+			return err
+		}
+		child := g.charge(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
+		return c.JSON(http.StatusOK, child.view())
+	})
 }
 
 // recurrenceEnd is the first instant after recurrence_date_to (Prague), or
