@@ -2,9 +2,7 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -29,48 +27,6 @@ func sqliteDSN(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "soapbridge.db")
 }
 
-// postgresDSN gives each test a schema of its own, so test packages and
-// runs sharing the database "test" never see each other's rows.
-func postgresDSN(t testing.TB) string {
-	base := testenv.PostgresDSN(t)
-	schema := "soapbridge_test_" + randomHex(t, 6)
-	db, err := sql.Open("pgx", base)
-	require.NoError(t, err)
-	defer db.Close()
-	_, err = db.Exec(`CREATE SCHEMA ` + schema)
-	require.NoError(t, err, "create schema %s", schema)
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err == nil {
-			_, err = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-			db.Close()
-		}
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, base, schema)
-}
-
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
-}
-
-func randomHex(t testing.TB, n int) string {
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
-}
-
 func open(t testing.TB, dsn string) store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), dsn)
@@ -80,7 +36,7 @@ func open(t testing.TB, dsn string) store.Store {
 }
 
 func TestSQLite(t *testing.T)   { suite(t, sqliteDSN) }
-func TestPostgres(t *testing.T) { suite(t, postgresDSN) }
+func TestPostgres(t *testing.T) { suite(t, testenv.PostgresSchema) }
 
 // t0 is the outbox clock of the tests: Claim takes the time from the
 // caller, so no test depends on the wall clock.
@@ -357,7 +313,7 @@ func suite(t *testing.T, fresh freshDSN) {
 
 func TestOpenPostgresOptionsSearchPath(t *testing.T) {
 	// The libpq way, options=-csearch_path=..., selects the schema too.
-	dsn := postgresDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
 	q := u.Query()
@@ -434,7 +390,7 @@ func BenchmarkSession(b *testing.B) {
 		benchSession(b, dsn, "sqlite")
 	})
 	b.Run("postgres", func(b *testing.B) {
-		dsn := postgresDSN(b)
+		dsn := testenv.PostgresSchema(b)
 		benchSession(b, dsn, "pgx")
 	})
 }

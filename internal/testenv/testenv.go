@@ -5,9 +5,13 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
+	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +61,47 @@ func PostgresDSN(t testing.TB) string {
 		Missing(t, "PostgreSQL at "+dsn+" ("+err.Error()+")", "apt-get install postgresql, or set SOAPBRIDGE_TEST_PG_DSN")
 	}
 	return dsn
+}
+
+// PostgresSchema gives t a new, empty schema soapbridge_test_<random> in the
+// PostgresDSN database, so test packages and runs sharing it never see each
+// other's rows. It returns a DSN whose search_path selects the schema, and
+// drops the schema when t ends. It skips/fails t like PostgresDSN.
+func PostgresSchema(t testing.TB) string {
+	t.Helper()
+	base := PostgresDSN(t)
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	schema := "soapbridge_test_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", base)
+	if err == nil {
+		_, err = db.Exec(`CREATE SCHEMA ` + schema)
+		db.Close()
+	}
+	if err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err == nil {
+			_, err = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	if !strings.Contains(base, "://") {
+		return base + " search_path=" + schema // key=value DSN
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("parse the PostgreSQL DSN: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
