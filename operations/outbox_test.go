@@ -2,16 +2,12 @@ package operations
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,7 +258,7 @@ func TestOutboxDuplicatesCollapse(t *testing.T) {
 func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 	for name, dsn := range map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "o.db") },
-		"postgres": obPostgresDSN,
+		"postgres": func(t *testing.T) string { return testenv.PostgresSchema(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := dsn(t)
@@ -313,39 +309,6 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 			assert.Equal(t, store.OutboxCounts{Delivered: burst}, c)
 		})
 	}
-}
-
-// obPostgresDSN gives the test a schema of its own in the test database.
-func obPostgresDSN(t *testing.T) string {
-	base := testenv.PostgresDSN(t)
-	b := make([]byte, 6)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	schema := "soapbridge_flows_" + hex.EncodeToString(b)
-	db, err := sql.Open("pgx", base)
-	require.NoError(t, err)
-	defer db.Close()
-	_, err = db.Exec(`CREATE SCHEMA ` + schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err == nil {
-			_, err = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-			db.Close()
-		}
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	if strings.Contains(base, "://") {
-		u, err := url.Parse(base)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return base + " search_path=" + schema
 }
 
 // BenchmarkOutbox measures accepting and delivering one notification
