@@ -18,6 +18,10 @@ type Limits struct {
 	MaxBytes int64 // request body size (default 1 MiB)
 	MaxDepth int   // element nesting, Envelope = 1; also depth of the resolved value tree (default 64)
 	MaxRefs  int   // elements carrying an id, i.e. multi-reference targets (default 1000)
+	// MaxElements caps the element count (default 10000; real requests have
+	// under 100). Parsing costs some 200 bytes of memory per element, so a
+	// body of tiny elements would cost 200 times its size.
+	MaxElements int
 	// MaxNodes is how many values href resolution may create beyond the
 	// number of elements in the document (default 10000). Shared references copy
 	// the referenced value, so without it a "billion laughs" of hrefs would
@@ -27,7 +31,7 @@ type Limits struct {
 
 // DefaultLimits returns the limits the bridge uses unless configured.
 func DefaultLimits() Limits {
-	return Limits{MaxBytes: 1 << 20, MaxDepth: 64, MaxRefs: 1000, MaxNodes: 10000}
+	return Limits{MaxBytes: 1 << 20, MaxDepth: 64, MaxRefs: 1000, MaxElements: 10000, MaxNodes: 10000}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -40,6 +44,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRefs <= 0 {
 		l.MaxRefs = d.MaxRefs
+	}
+	if l.MaxElements <= 0 {
+		l.MaxElements = d.MaxElements
 	}
 	if l.MaxNodes <= 0 {
 		l.MaxNodes = d.MaxNodes
@@ -107,6 +114,13 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("DOCTYPE is not allowed in a SOAP message")
 	}
 
+	// Start tags are the '<' that are not end tags: a close upper bound of the
+	// element count, checked before the parser spends memory on them.
+	starts := bytes.Count(body, []byte{'<'}) - bytes.Count(body, []byte("</"))
+	if starts > lim.MaxElements {
+		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
+	}
+
 	doc := etree.Document{ReadSettings: etree.ReadSettings{MaxDepth: lim.MaxDepth}}
 	if err := doc.ReadFromBytes(body); err != nil {
 		return nil, parseFault(err)
@@ -131,9 +145,8 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("not well-formed XML: no root element")
 	}
 
-	// Start tags are the '<' that are not end tags: a close upper bound of the
-	// element count, so the node slice of a normal request is allocated once.
-	t, f := buildTree(root, lim, min(bytes.Count(body, []byte{'<'})-bytes.Count(body, []byte("</"))+1, 4096))
+	// The node slice of a normal request is allocated once.
+	t, f := buildTree(root, lim, min(starts+1, 4096))
 	if f != nil {
 		return nil, f
 	}

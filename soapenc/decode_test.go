@@ -294,6 +294,19 @@ func TestHostileTooManyIDs(t *testing.T) {
 	requireFault(t, err, FaultClient, "too many multi-reference")
 }
 
+// Many tiny elements cost the parser far more than their bytes (about 200
+// bytes of memory per byte of "<p>x</p>"): the element count is capped
+// before parsing.
+func TestHostileTooManyElements(t *testing.T) {
+	parts := strings.Repeat("<p>x</p>", 20000)
+	decodeFault(t, envelope("", call("op", parts)), FaultClient, "too many elements")
+	_, err := Decode([]byte(envelope("", call("op", strings.Repeat("<p>x</p>", 20)))), "", Limits{MaxElements: 10})
+	requireFault(t, err, FaultClient, "too many elements")
+	c, err := Decode([]byte(envelope("", call("op", strings.Repeat("<p>x</p>", 20)))), "", Limits{MaxElements: 30})
+	require.NoError(t, err)
+	require.Len(t, c.Params, 20)
+}
+
 func TestHostileReferenceCycles(t *testing.T) {
 	decodeFault(t, envelope("", call("op", `<a href="#id0"/>`)+
 		`<multiRef id="id0" soapenc:root="0"><b href="#id1"/></multiRef><multiRef id="id1" soapenc:root="0"><c href="#id0"/></multiRef>`),

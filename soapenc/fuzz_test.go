@@ -72,7 +72,7 @@ func FuzzDecode(f *testing.F) {
 			if err := etree.NewDocument().ReadFromBytes(out); err != nil {
 				t.Fatalf("encoder wrote bad XML: %v\n%s", err, out)
 			}
-			back, err := Decode(out, "", Limits{MaxNodes: 1 << 20, MaxDepth: 1 << 10})
+			back, err := Decode(out, "", Limits{MaxNodes: 1 << 20, MaxDepth: 1 << 10, MaxElements: 1 << 20})
 			if err != nil {
 				t.Fatalf("encoded reply does not decode: %v\n%s", err, out)
 			}

@@ -5,8 +5,16 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 )
+
+// decodeSlots bounds how many request bodies are parsed at once. Parsing is
+// CPU work, so more parses in parallel than CPUs add no throughput, only
+// memory (several times the body each): without the bound, many concurrent
+// large requests grow the heap without limit. Bodies are read before
+// taking a slot, so slow clients do not hold one.
+var decodeSlots = make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
 
 // ReadRequest reads a SOAP 1.1 request from r under the HTTP binding: POST,
 // Content-Type text/xml (any charset), at most lim.MaxBytes of body. Every
@@ -34,12 +42,7 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 		buf.Grow(int(r.ContentLength) + 1)
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, lim.MaxBytes+1))
-	defer func() {
-		if b := buf.Bytes(); cap(b) <= 1<<20 {
-			*bp = b[:0]
-			bufPool.Put(bp)
-		}
-	}()
+	defer func() { putBuf(bp, buf.Bytes()) }()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -50,6 +53,12 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	if int64(buf.Len()) > lim.MaxBytes {
 		return nil, clientFault("request too large")
 	}
+	select {
+	case decodeSlots <- struct{}{}:
+		defer func() { <-decodeSlots }()
+	case <-r.Context().Done():
+		return nil, clientFault("request cancelled")
+	}
 	return Decode(buf.Bytes(), ct, lim)
 }
 
@@ -58,10 +67,7 @@ func WriteResponse(w http.ResponseWriter, r *Response) error {
 	bp := bufPool.Get().(*[]byte)
 	b := appendResponse((*bp)[:0], r)
 	err := writeXML(w, http.StatusOK, b)
-	if cap(b) <= 1<<20 {
-		*bp = b
-		bufPool.Put(bp)
-	}
+	putBuf(bp, b)
 	return err
 }
 
@@ -73,10 +79,7 @@ func WriteFault(w http.ResponseWriter, f *Fault) error {
 	bp := bufPool.Get().(*[]byte)
 	b := appendFault((*bp)[:0], f)
 	err := writeXML(w, http.StatusInternalServerError, b)
-	if cap(b) <= 1<<20 {
-		*bp = b
-		bufPool.Put(bp)
-	}
+	putBuf(bp, b)
 	return err
 }
 

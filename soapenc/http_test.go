@@ -1,6 +1,7 @@
 package soapenc
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -85,4 +86,37 @@ func TestReadRequestValuesSurviveBufferReuse(t *testing.T) {
 	}
 	require.Equal(t, "first-value", first.Param("a").Text)
 	require.Equal(t, QName{"http://axis.web.gopay.cz", "op"}, first.Operation)
+}
+
+// Parsing is bounded to a few at a time (memory); a request waiting for its
+// turn gives up when its client has gone.
+func TestReadRequestWaitsForDecodeSlot(t *testing.T) {
+	for range cap(decodeSlots) {
+		decodeSlots <- struct{}{}
+	}
+	drained := false
+	drain := func() {
+		if !drained {
+			for range cap(decodeSlots) {
+				<-decodeSlots
+			}
+			drained = true
+		}
+	}
+	defer drain()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequestWithContext(ctx, "POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
+	r.Header.Set("Content-Type", "text/xml")
+	_, err := ReadRequest(r, DefaultLimits())
+	requireFault(t, err, FaultClient, "cancelled")
+
+	drain()
+	r = httptest.NewRequest("POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
+	r.Header.Set("Content-Type", "text/xml")
+	c, err := ReadRequest(r, DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "touch", c.Operation.Local)
+	require.Empty(t, decodeSlots, "slot released")
 }
