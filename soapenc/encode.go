@@ -29,6 +29,15 @@ const (
 // (see BenchmarkEncode*).
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// putBuf hands back to bufPool the buffer bp was taken as, now grown to b,
+// unless it grew past 1 MiB (one huge request should not pin its memory).
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+		bufPool.Put(bp)
+	}
+}
+
 // EncodeResponse writes r as a SOAP 1.1 RPC/encoded envelope, the way Axis
 // 1.4 wrote it, with the values inline (no multiRefs) and xsi:type on every
 // value.
@@ -36,10 +45,7 @@ func EncodeResponse(w io.Writer, r *Response) error {
 	bp := bufPool.Get().(*[]byte)
 	b := appendResponse((*bp)[:0], r)
 	_, err := w.Write(b)
-	if cap(b) <= 1<<20 {
-		*bp = b
-		bufPool.Put(bp)
-	}
+	putBuf(bp, b)
 	return err
 }
 
@@ -247,10 +253,7 @@ func EncodeFault(w io.Writer, f *Fault) error {
 	bp := bufPool.Get().(*[]byte)
 	b := appendFault((*bp)[:0], f)
 	_, err := w.Write(b)
-	if cap(b) <= 1<<20 {
-		*bp = b
-		bufPool.Put(bp)
-	}
+	putBuf(bp, b)
 	return err
 }
 
