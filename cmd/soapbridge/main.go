@@ -88,10 +88,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if cfg.Demo {
 			// Demo data only valid against the embedded sandbox; printed so
 			// that an e-shop can be pointed at the bridge at once.
+			// A value the operator set instead (SOAPBRIDGE_CLIENT_SECRET,
+			// SOAPBRIDGE_SECURE_KEY) may be real: it is not shown.
 			m := cfg.Merchants[0]
 			log.Info("embedded sandbox demo merchant (demo credentials, not secrets)",
 				zap.Int64("goid", m.GoID), zap.String("client_id", m.ClientID),
-				zap.String("client_secret", m.ClientSecret), zap.String("secure_key", m.SecureKey))
+				zap.String("client_secret", demoOnly(m.ClientSecret, demoMerchant.ClientSecret)),
+				zap.String("secure_key", demoOnly(m.SecureKey, demoMerchant.SecureKey)))
 		}
 	}
 
@@ -216,6 +219,14 @@ func (s *sandboxServer) stop(timeout time.Duration) {
 	defer cancel()
 	s.srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
 	s.gw.Close()
+}
+
+// demoOnly returns v if it is the demo value, else a mask.
+func demoOnly(v, demo string) string {
+	if v == demo {
+		return v
+	}
+	return "*** (as configured)"
 }
 
 // dialAddr is a listener's address as a client on this host reaches it: an

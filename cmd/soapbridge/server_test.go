@@ -196,6 +196,17 @@ func TestRunServes(t *testing.T) {
 	assert.Equal(t, "sandbox-secret", demo["client_secret"])
 }
 
+// Sandbox mode prints the demo credentials, but values the operator set
+// (perhaps a real secure key tried against the sandbox) are not demo values.
+func TestDemoBannerHidesOwnSecrets(t *testing.T) {
+	b := startInProcess(t, map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey})
+	demo := b.log.waitLine(t, "embedded sandbox demo merchant (demo credentials, not secrets)", b.done)
+	assert.EqualValues(t, 8123456789, demo["goid"])
+	logged := b.log.String()
+	assert.NotContains(t, logged, cfgSecret)
+	assert.NotContains(t, logged, cfgKey)
+}
+
 func TestRunRejectsBadConfig(t *testing.T) {
 	err := run(t.Context(), nil, envOf(map[string]string{
 		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://b.example",
