@@ -121,6 +121,12 @@ func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Status,
 		product = &sess.ProductName
 	}
 	st := statusFromPayment(p, m, product)
+	// The gateway's status reply need not carry parent_id (the
+	// specification lists it for the create-recurrence reply); the child's
+	// session knows it, as the return and the notification report it.
+	if st.ParentID == nil && found && sess.PaymentID == p.ID {
+		st.ParentID = optInt(sess.ParentID)
+	}
 	if err := st.Sign(m.SecureKey); err != nil {
 		return nil, err
 	}
