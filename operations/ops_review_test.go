@@ -63,3 +63,18 @@ func TestReviewChildStatusParentFromSession(t *testing.T) {
 	assert.Equal(t, "Objednávka č. 42 – žluťoučký kůň", *st.ProductName)
 	assert.True(t, Verify(m.SecureKey, *st.Signature, st.SignatureFields()...))
 }
+
+// Legacy client libraries name the statement format TYPE_CSV (also
+// TYPE_XLS, TYPE_ABO); the bridge must not refuse them.
+func TestReviewStatementTypePrefix(t *testing.T) {
+	env := newFlEnv(t)
+	sig, err := Sign(flSecureKey, StatementRequestFields("2026-01-01", "2026-01-31", "8123456789", "CZK")...)
+	require.NoError(t, err)
+	u := env.bridge.URL + PathStatement + "?statementRequest.dateFrom=2026-01-01&statementRequest.dateTo=2026-01-31" +
+		"&statementRequest.targetGoId=8123456789&statementRequest.currency=CZK&statementRequest.contentType=TYPE_CSV" +
+		"&statementRequest.encryptedSignature=" + sig
+	resp := env.get(t, u)
+	b := body(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, b)
+	assert.Equal(t, "text/csv", resp.Header.Get("Content-Type"))
+}

@@ -70,7 +70,8 @@ func (f *Flows) statement(c echo.Context) error {
 	if currency == "" {
 		return fail(http.StatusBadRequest, "statementRequest.currency is missing")
 	}
-	kind := strings.ToUpper(get("contentType"))
+	// Legacy client libraries write the format as TYPE_CSV, TYPE_XLS, TYPE_ABO.
+	kind := strings.TrimPrefix(strings.ToUpper(get("contentType")), "TYPE_")
 	if kind == "" {
 		kind = "CSV"
 	}
