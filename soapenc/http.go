@@ -39,7 +39,10 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	bp := bufPool.Get().(*[]byte)
 	buf := bytes.NewBuffer((*bp)[:0])
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
+		// Sized from Content-Length only up to what a real request needs:
+		// the header is the client's word, not bytes received, and a slow
+		// client announcing 1 MiB must not cost 1 MiB while it trickles.
+		buf.Grow(int(min(r.ContentLength, 64<<10)) + 1)
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, lim.MaxBytes+1))
 	defer func() { putBuf(bp, buf.Bytes()) }()

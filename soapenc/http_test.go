@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -119,4 +120,21 @@ func TestReadRequestWaitsForDecodeSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "touch", c.Operation.Local)
 	require.Empty(t, decodeSlots, "slot released")
+}
+
+// A declared Content-Length is the client's word, not bytes received: a
+// connection that announces 1 MiB and sends little must not cost 1 MiB
+// (a thousand such slow connections held 1 GB).
+func TestReadRequestDoesNotTrustContentLength(t *testing.T) {
+	doc := envelope("", call("touch", ""))
+	r := httptest.NewRequest("POST", "/axis/EPaymentServiceV2", strings.NewReader(doc))
+	r.Header.Set("Content-Type", "text/xml")
+	r.ContentLength = 1 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c, err := ReadRequest(r, DefaultLimits())
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, "touch", c.Operation.Local)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "bytes allocated for a short body")
 }
