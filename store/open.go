@@ -3,13 +3,15 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	sqlitedriver "modernc.org/sqlite"  // registers the "sqlite" driver
 )
 
 // Open opens (creating and migrating when needed) the store named by dsn:
@@ -73,26 +75,9 @@ func openSQLite(ctx context.Context, dsn string) (Store, error) {
 	}
 	memory := strings.TrimPrefix(strings.SplitN(name, "?", 2)[0], "file:") == ":memory:"
 
-	// SQLite has one writer. All writes go through one connection, so the
-	// goroutines of this process queue in database/sql instead of meeting
-	// SQLITE_BUSY; _txlock=immediate takes the write lock at BEGIN, so a
-	// transaction never has to upgrade a read lock (which busy_timeout
-	// cannot resolve in WAL mode).
-	w, err := sql.Open("sqlite", name+sep+sqliteParams+"&_txlock=immediate")
+	w, err := openSQLiteWriter(ctx, name+sep+sqliteParams+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
-	}
-	if err := migrate(ctx, w, sqlite); err != nil {
-		w.Close()
-		return nil, err
 	}
 	if memory {
 		// Every connection to :memory: is a database of its own.
@@ -106,6 +91,58 @@ func openSQLite(ctx context.Context, dsn string) (Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	return newSQLStore(sqlite, w, r), nil
+}
+
+// openSQLiteWriter opens the single write connection and brings the schema
+// up to date. SQLite has one writer: all writes go through one connection,
+// so the goroutines of this process queue in database/sql instead of
+// meeting SQLITE_BUSY; _txlock=immediate takes the write lock at BEGIN, so a
+// transaction never has to upgrade a read lock (which busy_timeout cannot
+// resolve in WAL mode).
+//
+// Processes opening a new file at the same moment can still meet
+// SQLITE_BUSY while one of them switches it to WAL (the busy handler is not
+// consulted there). Start-up is idempotent, so it is tried again on a fresh
+// pool (a connection whose pragmas failed halfway must not be reused).
+func openSQLiteWriter(ctx context.Context, dsn string) (*sql.DB, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for attempt := 1; ; attempt++ {
+		w, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, err
+		}
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxLifetime(0)
+		w.SetConnMaxIdleTime(0)
+		err = w.PingContext(ctx)
+		if err == nil {
+			err = migrate(ctx, w, sqlite)
+		}
+		if err == nil {
+			return w, nil
+		}
+		w.Close()
+		if !isSQLiteBusy(err) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(min(attempt, 10)) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// isSQLiteBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any
+// extended code).
+func isSQLiteBusy(err error) bool {
+	var se *sqlitedriver.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == 5 || code == 6
 }
 
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
