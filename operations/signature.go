@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"bytes"
 	"crypto/cipher"
 	"crypto/des"
 	"crypto/sha1"
@@ -50,7 +51,11 @@ func Verify(secureKey, signature string, fields ...string) bool {
 	}
 	plain := make([]byte, len(raw))
 	ecb(block, plain, raw, block.Decrypt)
-	plain = []byte(strings.TrimRight(string(plain), "\x00 \t\r\n"))
+	// Strip trailing bytes up to and including the space, as the original
+	// Java service did with String.trim(): the zero padding of the legacy
+	// libraries, whitespace, and also PKCS#5 padding (bytes 1..8), which
+	// clients using their platform's default DESede cipher send.
+	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
 	want := []byte(hashHex(secureKey, fields))
 	return subtle.ConstantTimeCompare(plain, want) == 1
 }

@@ -147,3 +147,19 @@ func BenchmarkSign(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyAcceptsPKCS5Padding: a client whose platform cipher pads with
+// PKCS#5 sends 48 encrypted bytes; the original service trimmed them away.
+func TestVerifyAcceptsPKCS5Padding(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	fields := PaymentSessionFields("8123456789", "3000000001")
+	block, err := tripleDES(key)
+	require.NoError(t, err)
+	plain := append([]byte(hashHex(key, fields)), bytes.Repeat([]byte{8}, 8)...)
+	out := make([]byte, len(plain))
+	ecb(block, out, plain, block.Encrypt)
+	sig := hex.EncodeToString(out)
+	require.Len(t, sig, 96)
+	assert.True(t, Verify(key, sig, fields...))
+	assert.False(t, Verify(key, sig, PaymentSessionFields("8123456789", "3000000002")...))
+}
