@@ -54,7 +54,7 @@ func (l *logLines) String() string {
 }
 
 // waitLine returns the first JSON log line whose msg is msg.
-func (l *logLines) waitLine(t *testing.T, msg string, done <-chan error) map[string]any {
+func (l *logLines) waitLine(t testing.TB, msg string, done <-chan error) map[string]any {
 	t.Helper()
 	timeout := time.After(30 * time.Second) // a safety net, not an assertion of speed
 	for {
@@ -87,7 +87,7 @@ type inProcess struct {
 
 // startInProcess runs the bridge on free loopback ports with the embedded
 // sandbox and a fresh SQLite file, and stops it at the end of the test.
-func startInProcess(t *testing.T, env map[string]string) *inProcess {
+func startInProcess(t testing.TB, env map[string]string) *inProcess {
 	t.Helper()
 	full := map[string]string{
 		"SOAPBRIDGE_LISTEN":         "127.0.0.1:0",

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/legacybridge/soapbridge/operations"
+)
+
+// Concurrent SOAP calls through the real bridge (run(): middleware, access
+// log, SOAP decode, operation, REST call to the embedded sandbox over
+// loopback, SQLite, signed reply) from 64 client goroutines, against a
+// baseline of a bare echo handler behind the same client in the same run:
+//
+//	go test ./cmd/soapbridge -run '^$' -bench Parallel -benchtime 3s
+//
+// The ratio to the baseline is the bridge's own cost per call.
+
+const benchParallelism = 32 // × GOMAXPROCS client goroutines
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+}
+
+func benchPost(b *testing.B, url string, body []byte, want string) {
+	cl := benchClient()
+	b.ReportAllocs()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := cl.Post(url, "text/xml; charset=utf-8", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Contains(got, []byte(want)) {
+				b.Errorf("status %d, reply %.300s", resp.StatusCode, got)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkBaselineEchoParallel: a bare echo handler returning a fixed touch
+// reply, no middleware.
+func BenchmarkBaselineEchoParallel(b *testing.B) {
+	reply := []byte(`<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><ns1:touchResponse xmlns:ns1="urn:x"><touchReturn>OK</touchReturn></ns1:touchResponse></soapenv:Body></soapenv:Envelope>`)
+	e := echo.New()
+	e.POST("/axis/EPaymentServiceV2", func(c echo.Context) error {
+		io.Copy(io.Discard, c.Request().Body) //nolint:errcheck // the reply does not depend on it
+		return c.Blob(http.StatusOK, "text/xml; charset=utf-8", reply)
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	benchPost(b, srv.URL+"/axis/EPaymentServiceV2", []byte(touchEnvelope), ">OK<")
+}
+
+// startBenchBridge: info level, as in production (one access log line per
+// request, here into memory).
+func startBenchBridge(b *testing.B) string {
+	br := startInProcess(b, map[string]string{"SOAPBRIDGE_LOG_LEVEL": "info"})
+	return br.URL + "/axis/EPaymentServiceV2"
+}
+
+func BenchmarkTouchParallel(b *testing.B) {
+	benchPost(b, startBenchBridge(b), []byte(touchEnvelope), ">OK<")
+}
+
+var sigElement = regexp.MustCompile(`(<encryptedSignature[^>]*>)[0-9a-f]+(</encryptedSignature>)`)
+
+// resign replaces the encryptedSignature of a request with one over fields.
+func resign(b *testing.B, doc []byte, fields []string) []byte {
+	sig, err := operations.Sign(demoKey, fields...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sigElement.ReplaceAll(doc, []byte("${1}"+sig+"${2}"))
+}
+
+const demoKey = "DemoSecureKey-0123456789"
+
+// BenchmarkPaymentStatusParallel: paymentStatus of one payment (signature
+// check, REST token + GET to the sandbox, session read, signed reply).
+func BenchmarkPaymentStatusParallel(b *testing.B) {
+	url := startBenchBridge(b)
+	create, err := os.ReadFile("../../testdata/operations/createPayment/request.xml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	create = resign(b, create, operations.PaymentCommandFields{TargetGoID: "8123456789",
+		ProductName: "Objednávka č. 42 – žluťoučký kůň", TotalPrice: "12900", Currency: "CZK", OrderNumber: "42",
+		FailedURL: "https://eshop.example/failed", SuccessURL: "https://eshop.example/success",
+		PreAuthorization: "0", RecurrentPayment: "0", PaymentChannels: "cz_kb,eu_gp_u"}.Fields())
+	resp, err := http.Post(url, "text/xml; charset=utf-8", bytes.NewReader(create))
+	if err != nil {
+		b.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`<paymentSessionId[^>]*>(\d+)<`).FindSubmatch(got)
+	if m == nil || !bytes.Contains(got, []byte("CALL_COMPLETED")) {
+		b.Fatalf("createPayment: %.500s", got)
+	}
+	id := string(m[1])
+	status, err := os.ReadFile("../../testdata/operations/paymentStatus/request.xml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	status = regexp.MustCompile(`(<paymentSessionId[^>]*>)\d+(<)`).ReplaceAll(status, []byte("${1}"+id+"${2}"))
+	status = resign(b, status, operations.PaymentSessionFields("8123456789", id))
+	if !strings.Contains(string(status), id) {
+		b.Fatal("paymentStatus request without the payment id")
+	}
+	benchPost(b, url, status, "CALL_COMPLETED")
+}
