@@ -215,6 +215,7 @@ var goldenCases = []struct {
 		call := decodeFile(h.t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml"))
 		_, err := h.svc.Invoke(context.Background(), call)
 		require.NoError(h.t, err)
+		h.sb.RunDue() // the sandbox charges the stored card after replying CREATED
 	}},
 	{name: "capturePayment", setup: authorized},
 	{name: "capturePayment-wrong-state", setup: paid},

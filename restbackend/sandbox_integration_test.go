@@ -171,6 +171,11 @@ func TestSandboxWalk(t *testing.T) {
 		assert.Equal(t, p.ID, child.ParentID)
 		assert.NotEqual(t, p.ID, child.ID)
 		assert.Equal(t, int64(500), child.Amount)
+		assert.Equal(t, restbackend.StateCreated, child.State, "the card is charged after the reply")
+		assert.Eventually(t, func() bool {
+			s, err := e.c.PaymentStatus(e.ctx(), e.cr, child.ID)
+			return err == nil && s.State == restbackend.StatePaid
+		}, 10*time.Second, 2*time.Millisecond, "the stored card is charged right after")
 
 		r, err := e.c.VoidRecurrence(e.ctx(), e.cr, p.ID)
 		require.NoError(t, err)

@@ -132,13 +132,17 @@ var scenarios = []scenario{
 	{"recurrence_on_demand", func(t *testing.T, f facts) {
 		f.created(t)
 		f.signedStatus(t, "status", "PAID")
-		f.eq(t, "child.result", "CALL_COMPLETED")
-		f.eq(t, "child.sig", "ok")
+		// Created, as the legacy library (GopaySoap::performRecurrence)
+		// demands; the stored card is charged right after.
+		f.signedStatus(t, "child", "CREATED")
 		f.eq(t, "child.parent", f["parent.id"])
 		f.eq(t, "child.productName", "Monthly plan") // inherited from the parent
 		f.eq(t, "child.totalPrice", "9900")
 		f.positive(t, "child.id")
 		assert.NotEqual(t, f["parent.id"], f["child.id"], "child has its own session id")
+		f.signedStatus(t, "childPaid", "PAID")
+		f.eq(t, "childPaid.id", f["child.id"])
+		f.eq(t, "childPaid.parent", f["parent.id"])
 		f.signedResult(t, "void", "FINISHED")
 	}, restUnchecked},
 	{"payment_methods", func(t *testing.T, f facts) {

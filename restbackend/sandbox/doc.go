@@ -12,7 +12,7 @@
 //	GET  /api/payments/payment/{id}                             status
 //	POST /api/payments/payment/{id}/refund                      form amount
 //	GET  /api/payments/payment/{id}/refunds                     refund history
-//	POST /api/payments/payment/{id}/create-recurrence           ON_DEMAND follow-up, paid at once
+//	POST /api/payments/payment/{id}/create-recurrence           ON_DEMAND follow-up: replied CREATED, charged right after
 //	POST /api/payments/payment/{id}/void-recurrence
 //	POST /api/payments/payment/{id}/capture                     no body: whole; JSON amount/items: partial
 //	POST /api/payments/payment/{id}/void-authorization
@@ -37,6 +37,12 @@
 // Go tests use Gateway.Act (same as the helpers), a ManualClock (its Advance
 // runs what became due before returning) and Gateway.RunDue.
 //
+// With a ManualClock nothing happens by itself: a test makes the scheduler
+// pass run with clock.Advance(d) (Advance(0) runs what is due now),
+// g.RunDue() or POST /sandbox/clock/advance {"seconds":0}. With real time
+// (Options.Clock nil) a scheduler runs every second and right after an
+// ON_DEMAND create-recurrence reply.
+//
 // # Life cycle
 //
 //	CREATED ─pay card/wallet──────────▶ PAID (card: payer.payment_card)
@@ -44,7 +50,7 @@
 //	        ─pay, preauthorization────▶ AUTHORIZED ─capture──▶ PAID (amount = captured)
 //	                                               ─void-authorization, or 4 days──▶ CANCELED
 //	        ─wait (offline transfer)──▶ PAYMENT_METHOD_CHOSEN _102 ─pay──▶ PAID _3001
-//	        ─card declined / 3DS──────▶ CANCELED _5006 / _5009 (bank refused: _3002)
+//	        ─card declined / 3DS──────▶ CANCELED _5006 / _5009 (bank refused: _3003)
 //	        ─cancel───────────────────▶ CANCELED
 //	        ─7 days unpaid────────────▶ TIMEOUTED
 //	PAID ─refund part──▶ PARTIALLY_REFUNDED ─refund rest──▶ REFUNDED
@@ -52,8 +58,11 @@
 // Recurring payments start (recurrence_state STARTED) when the initiating
 // payment is paid; DAY/WEEK/MONTH charge child payments (parent_id, PAID by
 // the stored card) every period × cycle after that, while the charge falls
-// on or before recurrence_date_to (Prague), then STOPPED. void-recurrence
-// stops at once. Every change of state or sub-state, and every refund, is announced to
+// on or before recurrence_date_to (Prague), then STOPPED. ON_DEMAND
+// create-recurrence answers the child CREATED (parent_id, PAYMENT_CARD), as
+// the real gateway does, and schedules the charge of the stored card as due
+// at once: the next scheduler pass makes the child PAID (with its card) and
+// notifies its id. void-recurrence stops at once. Every change of state or sub-state, and every refund, is announced to
 // notification_url with id added (GET), repeated until the merchant answers
 // 200, at most 20 calls (about 24 h with the default backoff).
 //

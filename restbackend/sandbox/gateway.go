@@ -82,6 +82,7 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	unsub  func()
+	kick   chan struct{} // wakes the real-time scheduler (nil with a ManualClock)
 }
 
 type accessToken struct {
@@ -131,7 +132,8 @@ func New(opts Options) *Gateway {
 	if mc, ok := g.clock.(*ManualClock); ok {
 		g.unsub = mc.subscribe(g.RunDue)
 	} else {
-		// Real time: look for due work every second.
+		// Real time: look for due work every second, and at once when kicked.
+		g.kick = make(chan struct{}, 1)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -142,6 +144,8 @@ func New(opts Options) *Gateway {
 				case <-g.ctx.Done():
 					return
 				case <-t.C:
+					g.RunDue()
+				case <-g.kick:
 					g.RunDue()
 				}
 			}
@@ -165,6 +169,18 @@ func (g *Gateway) Close() {
 	}
 	g.cancel()
 	g.wg.Wait()
+}
+
+// kickScheduler makes the real-time scheduler run what is due now. With a
+// ManualClock it does nothing: the test decides when (Advance, RunDue).
+func (g *Gateway) kickScheduler() {
+	if g.kick == nil {
+		return
+	}
+	select {
+	case g.kick <- struct{}{}:
+	default: // a run is already pending
+	}
 }
 
 // ServeHTTP serves the REST interface, the payment page and the test helpers.

@@ -33,7 +33,7 @@ const (
 	subOnlineWaiting  = "_101"
 	subOfflineWaiting = "_102"
 	subBankPaid       = "_3001"
-	subBankRefused    = "_3002"
+	subBankRefused    = "_3003" // bank payment not authorised (_3001 signature, _3002 statement: confirmed)
 	subCardDeclined   = "_5006" // declined by the issuer (insufficient funds)
 	subCard3DSFailed  = "_5009" // 3-D Secure authentication failed
 )
@@ -263,9 +263,9 @@ func (g *Gateway) setState(p *payment, state, sub string) {
 	g.notifyLocked(p)
 }
 
-// charge creates a follow-up payment of a recurring parent, paid at once by
-// the stored card. Caller holds g.mu.
-func (g *Gateway) charge(parent *payment, at time.Time, amount int64, orderNumber, desc string, items []restbackend.Item, params []restbackend.AdditionalParam) *payment {
+// child creates a follow-up payment of a recurring parent, CREATED and to be
+// paid by the stored card. Caller holds g.mu.
+func (g *Gateway) child(parent *payment, at time.Time, amount int64, orderNumber, desc string, items []restbackend.Item, params []restbackend.AdditionalParam) *payment {
 	req := parent.req
 	req.Amount = amount
 	req.OrderNumber = orderNumber
@@ -285,24 +285,37 @@ func (g *Gateway) charge(parent *payment, at time.Time, amount int64, orderNumbe
 		instrument: restbackend.InstrumentPaymentCard,
 	}
 	g.nextID++
-	if parent.card != nil {
+	g.payments[ch.id] = ch
+	g.order = append(g.order, ch)
+	return ch
+}
+
+// payByStoredCard makes a follow-up payment PAID by its parent's card.
+// Caller holds g.mu.
+func (g *Gateway) payByStoredCard(ch *payment, at time.Time) {
+	ch.chargeAt = time.Time{}
+	if parent := g.payments[ch.parentID]; parent != nil && parent.card != nil {
 		c := *parent.card
 		c.CardToken = ""
 		ch.card = &c
 	}
-	g.payments[ch.id] = ch
-	g.order = append(g.order, ch)
 	g.settle(ch, at)
-	return ch
 }
 
 // RunDue processes what is due at the clock's time: unpaid payments time out
-// (7 days), authorizations lapse (4 days), automatic recurrences charge.
+// (7 days), authorizations lapse (4 days), ON_DEMAND follow-ups and
+// automatic recurrences charge the stored card.
 func (g *Gateway) RunDue() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
 	for _, p := range g.order {
+		if p.state == restbackend.StateCreated && !p.chargeAt.IsZero() {
+			if !now.Before(p.chargeAt) {
+				g.payByStoredCard(p, now)
+			}
+			continue
+		}
 		switch p.state {
 		case restbackend.StateCreated, restbackend.StatePaymentMethodChosen:
 			if !now.Before(p.created.Add(unpaidTimeout)) {
@@ -340,7 +353,8 @@ func (g *Gateway) RunDue() {
 				break
 			}
 			p.recurCount++
-			g.charge(p, due, p.req.Amount, p.req.OrderNumber, p.req.OrderDescription, p.req.Items, p.req.AdditionalParams)
+			ch := g.child(p, due, p.req.Amount, p.req.OrderNumber, p.req.OrderDescription, p.req.Items, p.req.AdditionalParams)
+			g.payByStoredCard(ch, due)
 		}
 	}
 }

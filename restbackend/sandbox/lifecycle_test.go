@@ -71,7 +71,7 @@ func TestLifeCycle(t *testing.T) {
 		}, want{restbackend.StatePaid, "_3001", "BANK_ACCOUNT", 1000, ""}},
 		{"bank refused", nil, func(e *env, id int64) {
 			e.mustHelper(id, "pay", Action{Instrument: "BANK_ACCOUNT", Swift: "FIOBCZPP", Outcome: OutcomeDeclined})
-		}, want{restbackend.StateCanceled, "_3002", "BANK_ACCOUNT", 1000, ""}},
+		}, want{restbackend.StateCanceled, "_3003", "BANK_ACCOUNT", 1000, ""}},
 		{"wallet", nil, func(e *env, id int64) { e.mustHelper(id, "pay", Action{Instrument: "PAYPAL"}) },
 			want{restbackend.StatePaid, "", "PAYPAL", 1000, ""}},
 		{"offline transfer waiting", nil, func(e *env, id int64) { e.mustHelper(id, "wait", nil) },

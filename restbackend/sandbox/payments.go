@@ -38,6 +38,7 @@ type payment struct {
 	recurrence   *restbackend.Recurrence
 	recurStart   time.Time // first charge of an automatic recurrence
 	recurCount   int       // automatic charges made
+	chargeAt     time.Time // ON_DEMAND follow-up: when RunDue charges the stored card
 	refunds      []refund
 	moves        []movement
 }
@@ -513,7 +514,8 @@ func (g *Gateway) handleVoidRecurrence(c echo.Context) error {
 func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
 	var req restbackend.RecurrenceRequest
 	read := func() error { return readJSON(c, &req) }
-	return g.withPayment(c, read, func(p *payment) error {
+	var reply []byte
+	err := g.withPayment(c, read, func(p *payment) error {
 		now := g.clock.Now()
 		if p.recurrence == nil || p.recurrence.RecurrenceCycle != restbackend.CycleOnDemand {
 			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not an ON_DEMAND recurring payment"))
@@ -536,9 +538,27 @@ func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
 		if err := v.err(); err != nil {
 			return err
 		}
-		child := g.charge(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
-		return c.JSON(http.StatusOK, child.view())
+		// Like the real gateway, the reply shows the follow-up CREATED; the
+		// card is charged right after and the outcome notified.
+		ch := g.child(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
+		ch.chargeAt = now
+		body, merr := json.Marshal(ch.view())
+		if merr != nil {
+			return merr
+		}
+		reply = append(body, '\n') // as c.JSON writes it
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// The whole reply goes out (with its length, as c.JSON's would) before
+	// the scheduler charges the card and notifies.
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(reply)))
+	err = c.JSONBlob(http.StatusOK, reply)
+	_ = http.NewResponseController(c.Response().Writer).Flush()
+	g.kickScheduler()
+	return err
 }
 
 // recurrenceEnd is the first instant after recurrence_date_to (Prague), or

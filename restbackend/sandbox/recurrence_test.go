@@ -122,16 +122,32 @@ func TestOnDemandRecurrence(t *testing.T) {
 	e.clock.Advance(40 * 24 * time.Hour)
 	assert.Empty(t, e.children(p.ID), "ON_DEMAND is never charged automatically")
 
+	// The reply shows the follow-up CREATED; the stored card is charged by
+	// the next scheduler pass (here: Advance(0) of the manual clock).
 	var ch restbackend.Payment
 	st, b = e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence", follow)
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.NoError(t, jsonUnmarshal(b, &ch))
 	assert.Equal(t, p.ID, ch.ParentID)
-	assert.Equal(t, restbackend.StatePaid, ch.State)
+	assert.Equal(t, restbackend.StateCreated, ch.State)
+	assert.Empty(t, ch.SubState)
 	assert.EqualValues(t, 500, ch.Amount)
 	assert.Equal(t, "OBJ-1-2", ch.OrderNumber)
 	assert.Equal(t, "PAYMENT_CARD", ch.PaymentInstrument)
-	assert.Equal(t, ch, *e.status(ch.ID))
+	assert.Nil(t, ch.Payer.PaymentCard, "no card data before the charge")
+	assert.Equal(t, ch, *e.status(ch.ID), "nothing happens until the scheduler runs")
+
+	e.clock.Advance(0)
+	paid := e.status(ch.ID)
+	assert.Equal(t, restbackend.StatePaid, paid.State)
+	assert.Equal(t, p.ID, paid.ParentID)
+	assert.EqualValues(t, 500, paid.Amount)
+	require.NotNil(t, paid.Payer.PaymentCard)
+	assert.Equal(t, e.status(p.ID).Payer.PaymentCard.CardNumber, paid.Payer.PaymentCard.CardNumber)
+	assert.Empty(t, paid.Payer.PaymentCard.CardToken)
+	e.clock.Advance(8 * 24 * time.Hour)
+	assert.Equal(t, restbackend.StatePaid, e.status(ch.ID).State, "charged once, never timed out")
+	assert.Len(t, e.children(p.ID), 1)
 
 	bad := []struct {
 		mod   func(*restbackend.RecurrenceRequest)
@@ -150,7 +166,7 @@ func TestOnDemandRecurrence(t *testing.T) {
 	}
 
 	// After recurrence_date_to the recurrence is over.
-	e.clock.Advance(30 * 24 * time.Hour) // 2026-05-11
+	e.clock.Advance(22 * 24 * time.Hour) // 2026-05-11
 	st, b = e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence", follow)
 	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
 	assert.Equal(t, "STOPPED", e.status(p.ID).Recurrence.RecurrenceState)
@@ -172,4 +188,42 @@ func TestOnDemandAfterVoid(t *testing.T) {
 	st, b := e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence",
 		restbackend.RecurrenceRequest{Amount: 1, Currency: "CZK", OrderNumber: "x"})
 	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+}
+
+// A follow-up whose charge is pending is charged by RunDue too, and the
+// merchant hears of the child once it is PAID.
+func TestOnDemandChargeNotified(t *testing.T) {
+	e := newEnv(t)
+	p := e.create(recurring("ON_DEMAND", 0, ""))
+	e.mustHelper(p.ID, "pay", nil)
+	var ch restbackend.Payment
+	st, b := e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence",
+		restbackend.RecurrenceRequest{Amount: 300, Currency: "CZK", OrderNumber: "OBJ-1-2"})
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.NoError(t, jsonUnmarshal(b, &ch))
+	require.Equal(t, restbackend.StateCreated, ch.State)
+	e.g.RunDue()
+	assert.Equal(t, restbackend.StatePaid, e.status(ch.ID).State)
+	calls := e.waitCalls(2)
+	assert.ElementsMatch(t, []string{"goid=8123456789&id=" + itoa(p.ID), "goid=8123456789&id=" + itoa(ch.ID)}, calls,
+		"the parent's payment and the child's charge, nothing for the CREATED reply")
+}
+
+// With real time the charge follows the reply without waiting for the
+// once-a-second scheduler pass.
+func TestOnDemandChargeRealClock(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Clock = nil })
+	p := e.create(recurring("ON_DEMAND", 0, ""))
+	e.mustHelper(p.ID, "pay", nil)
+	var ch restbackend.Payment
+	st, b := e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence",
+		restbackend.RecurrenceRequest{Amount: 300, Currency: "CZK", OrderNumber: "OBJ-1-2"})
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.NoError(t, jsonUnmarshal(b, &ch))
+	assert.Equal(t, restbackend.StateCreated, ch.State)
+	assert.Eventually(t, func() bool {
+		st, b := e.call(http.MethodGet, "/api/payments/payment/"+itoa(ch.ID), nil)
+		var s restbackend.Payment
+		return st == http.StatusOK && jsonUnmarshal(b, &s) == nil && s.State == restbackend.StatePaid
+	}, 10*time.Second, time.Millisecond)
 }

@@ -112,9 +112,17 @@ public class Main {
                 rq.setTotalPrice(9900L);
                 rq.setEncryptedSignature(sign(rq.getParentPaymentSessionId(), rq.getTargetGoId(), rq.getOrderNumber(), rq.getTotalPrice()));
                 EPaymentStatus child = port.createRecurrentPayment(rq);
-                statusFacts("child", child, null);
+                statusFacts("child", child, null); // CREATED: the card is charged afterwards
                 fact("child.totalPrice", child.getTotalPrice());
                 fact("child.orderNumber", child.getOrderNumber());
+                // As an e-shop does (or on the notification): poll until charged.
+                EPaymentStatus paid = null;
+                for (int i = 0; i < 100; i++) {
+                    paid = port.paymentStatus(sessionInfo(child.getPaymentSessionId(), goid, null));
+                    if (!"CREATED".equals(paid.getSessionState())) break;
+                    Thread.sleep(50);
+                }
+                statusFacts("childPaid", paid, null);
                 resultFacts("void", port.voidRecurrentPayment(sessionInfo(s.getPaymentSessionId(), goid, null)));
                 break;
             }

@@ -169,9 +169,18 @@ try {
             ];
             $rq['encryptedSignature'] = sign_recurrence_request($rq, $KEY);
             $child = $c->createRecurrentPayment($rq);
-            status_facts('child', $child);
+            status_facts('child', $child); // CREATED: the card is charged afterwards
             fact('child.totalPrice', $child->totalPrice ?? '');
             fact('child.orderNumber', $child->orderNumber ?? '');
+            // As an e-shop does (or on the notification): poll until charged.
+            for ($i = 0; $i < 100; $i++) {
+                $paid = $c->paymentStatus(session_info($child->paymentSessionId));
+                if (($paid->sessionState ?? '') !== 'CREATED') {
+                    break;
+                }
+                usleep(50000);
+            }
+            status_facts('childPaid', $paid);
             result_facts('void', $c->voidRecurrentPayment(session_info($s->paymentSessionId)));
             break;
 
