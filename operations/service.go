@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -230,7 +229,7 @@ func (s *Service) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Resp
 	name := call.Operation.Local
 	op, ok := s.ops[name]
 	if !ok {
-		return nil, clientFault("unknown operation " + strconv.Quote(name) + " (namespace " + strconv.Quote(call.Operation.Space) + ")")
+		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
 	if call.Operation.Space != NSInput {
 		s.log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))

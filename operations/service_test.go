@@ -144,5 +144,12 @@ func TestUnknownOperationIsClientFault(t *testing.T) {
 	rec := postSOAP(t, s.SOAPHandler(), body)
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 	assert.Contains(t, rec.Body.String(), "Client")
-	assert.Contains(t, rec.Body.String(), `unknown operation "fly"`)
+	assert.Contains(t, rec.Body.String(), `unknown operation 'fly'`)
+
+	// A huge name is not echoed back whole.
+	long := strings.Repeat("x", 50000)
+	rec = postSOAP(t, s.SOAPHandler(), strings.ReplaceAll(body, "fly", long))
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+	assert.Contains(t, rec.Body.String(), "unknown operation")
+	assert.Less(t, rec.Body.Len(), 2000)
 }

@@ -190,7 +190,7 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 			n := &t.nodes[i]
 			// An entry addressed to another actor is not ours to understand.
 			if n.mustUnd && (!n.hasActor || n.actor == "" || n.actor == actorNext) {
-				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + quoteName(n.local) + " was not understood"}
+				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + QuoteName(n.local) + " was not understood"}
 			}
 			v, f := d.value(i, n.local, QName{}, 2)
 			if f != nil {
@@ -217,7 +217,7 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 	}
 	cn := &t.nodes[call]
 	if !cn.nsOK {
-		return nil, clientFault("undeclared namespace prefix on " + quoteName(cn.local))
+		return nil, clientFault("undeclared namespace prefix on " + QuoteName(cn.local))
 	}
 	c.Operation = QName{Space: cn.space, Local: cn.local}
 	for i := cn.first; i >= 0; i = t.nodes[i].next {
@@ -265,7 +265,7 @@ func toUTF8(body []byte, cs string) ([]byte, *Fault) {
 	}
 	enc, name := charset.Lookup(cs)
 	if enc == nil {
-		return nil, clientFault("unsupported charset " + quoteName(cs))
+		return nil, clientFault("unsupported charset " + QuoteName(cs))
 	}
 	if name == "utf-8" {
 		if !utf8.Valid(body) {

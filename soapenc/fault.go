@@ -27,9 +27,9 @@ func (f *Fault) Error() string {
 
 func clientFault(msg string) *Fault { return &Fault{Code: FaultClient, String: msg} }
 
-// quoteName shortens an element or attribute name taken from the input so a
+// QuoteName shortens an element or attribute name taken from the input so a
 // fault never echoes a huge token back.
-func quoteName(s string) string {
+func QuoteName(s string) string {
 	const max = 64
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > max {

@@ -32,21 +32,21 @@ func (d *decoder) newValue(name string) *Value {
 // when it carries no xsi:type (array items take the array's item type).
 func (d *decoder) value(i int32, name string, deflt QName, depth int) (*Value, *Fault) {
 	if depth > d.lim.MaxDepth {
-		return nil, clientFault("value nested too deeply at " + quoteName(name))
+		return nil, clientFault("value nested too deeply at " + QuoteName(name))
 	}
 	n := &d.t.nodes[i]
 	if !n.hasHref {
 		return d.content(n, name, deflt, depth)
 	}
 	if !strings.HasPrefix(n.href, "#") {
-		return nil, clientFault("reference in " + quoteName(name) + " is not a local #id")
+		return nil, clientFault("reference in " + QuoteName(name) + " is not a local #id")
 	}
 	target, ok := d.t.ids[n.href[1:]]
 	if !ok {
-		return nil, clientFault("reference in " + quoteName(name) + " points to no element")
+		return nil, clientFault("reference in " + QuoteName(name) + " points to no element")
 	}
 	if d.busy[target] {
-		return nil, clientFault("reference cycle at " + quoteName(name))
+		return nil, clientFault("reference cycle at " + QuoteName(name))
 	}
 	if d.busy == nil {
 		d.busy = map[int32]bool{}
@@ -68,9 +68,9 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 	typ := n.typ
 	switch n.typState {
 	case qnUndeclared:
-		return nil, clientFault("xsi:type of " + quoteName(name) + " uses an undeclared prefix")
+		return nil, clientFault("xsi:type of " + QuoteName(name) + " uses an undeclared prefix")
 	case qnMalformed:
-		return nil, clientFault("xsi:type of " + quoteName(name) + " is malformed")
+		return nil, clientFault("xsi:type of " + QuoteName(name) + " is malformed")
 	case qnAbsent:
 		typ = deflt
 		if n.space == NSEncoding || isXSD(n.space) {
@@ -93,9 +93,9 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 		v.ItemType = n.item
 		kind, simple, isArray = KindArray, false, true
 	case qnUndeclared:
-		return nil, clientFault("soapenc:arrayType of " + quoteName(name) + " uses an undeclared prefix")
+		return nil, clientFault("soapenc:arrayType of " + QuoteName(name) + " uses an undeclared prefix")
 	case qnMalformed:
-		return nil, clientFault("soapenc:arrayType of " + quoteName(name) + " is malformed")
+		return nil, clientFault("soapenc:arrayType of " + QuoteName(name) + " is malformed")
 	}
 
 	if n.isNil {
@@ -115,7 +115,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 
 	if isArray || n.nchild > 0 {
 		if simple {
-			return nil, clientFault("element " + quoteName(name) + " has child elements but a simple xsi:type")
+			return nil, clientFault("element " + QuoteName(name) + " has child elements but a simple xsi:type")
 		}
 		v.Kind = KindStruct
 		var item QName
@@ -144,7 +144,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 			return v, nil
 		}
 		if !validSimple(typ.Local, t) {
-			return nil, clientFault("value of " + quoteName(name) + " is not a valid " + typ.Local)
+			return nil, clientFault("value of " + QuoteName(name) + " is not a valid " + typ.Local)
 		}
 		v.Text = t
 	case typ != (QName{}) && !builtin && isSpace(n.text):

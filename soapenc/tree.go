@@ -117,7 +117,7 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 				n.hasHref, n.href = true, a.Value
 			case "id":
 				if _, dup := b.t.ids[a.Value]; dup {
-					return 0, clientFault("duplicate id " + quoteName(a.Value))
+					return 0, clientFault("duplicate id " + QuoteName(a.Value))
 				}
 				if len(b.t.ids) >= b.lim.MaxRefs {
 					return 0, clientFault("too many multi-reference values (limit " + itoa(b.lim.MaxRefs) + ")")
