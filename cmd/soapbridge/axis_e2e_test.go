@@ -189,10 +189,16 @@ func TestAxisOriginalStubs(t *testing.T) {
 	})
 }
 
-// sharedVectors is the path of the legacy library's signature vectors.
+// sharedVectors is the absolute path of the legacy library's signature
+// vectors (the project's copy, kept equal to the reference set by
+// operations.TestVectorsMatchShared).
 func sharedVectors(t *testing.T) string {
 	t.Helper()
-	return sharedFile(t, "signature-vectors.json")
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "signatures", "legacy-vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // sharedFile is the path of a reference file in shared/ beside the project
