@@ -104,6 +104,10 @@ func (p *payment) view() *restbackend.Payment {
 func readJSON(c echo.Context, dst any) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
 	if err != nil {
+		var limit *echo.HTTPError
+		if errors.As(err, &limit) {
+			return err // a chunked body over the limit: 413, as a declared one gets
+		}
 		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "cannot read the request body"))
 	}
 	if len(body) > maxBody {

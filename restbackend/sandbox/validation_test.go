@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -128,6 +129,20 @@ func TestBodyTooLarge(t *testing.T) {
 	st, b := e.call(http.MethodPost, "/api/payments/payment", big)
 	require.Equal(t, http.StatusRequestEntityTooLarge, st)
 	errorBody(t, b)
+
+	// The same body without a declared length (chunked).
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/api/payments/payment", io.MultiReader(strings.NewReader(big)))
+	require.NoError(t, err)
+	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	errorBody(t, raw)
 }
 
 func TestAuthorization(t *testing.T) {
