@@ -196,7 +196,7 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 	c, r := readPaymentCommand(call)
 	ref := sessionRef{GoID: c.GoID}
 	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(call, ref, r)
+		s.refused(ctx, call, ref, r)
 		st := s.failedStatus(ref, r.desc)
 		return st.Value(ret, false), nil
 	}
@@ -217,7 +217,7 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 	}
 	p, err := s.gw.CreatePayment(ctx, m.credentials(), req)
 	if err != nil {
-		err = s.gatewayFailed("create payment", m.GoID, 0, err)
+		err = s.gatewayFailed(ctx, "create payment", m.GoID, 0, err)
 		if errors.As(err, &r) {
 			return fail(r)
 		}
@@ -232,11 +232,11 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 		CreatedAt: s.now(),
 	}
 	if err := s.store.SaveSession(ctx, sess); err != nil {
-		s.log.Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
+		s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
 			zap.Int64("payment", p.ID), zap.Error(err))
 		return nil, serverFault("session store unavailable")
 	}
-	s.log.Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
+	s.logFor(ctx).Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
 	st := statusFromPayment(p, m, &c.ProductName)
 	if err := st.Sign(m.SecureKey); err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	const ret = "createRecurrentPaymentReturn"
 	var ref sessionRef
 	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(call, ref, r)
+		s.refused(ctx, call, ref, r)
 		st := s.failedStatus(ref, r.desc)
 		return st.Value(ret, false), nil
 	}
@@ -306,7 +306,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	if !found {
 		p, err := s.gw.PaymentStatus(ctx, m.credentials(), parentID)
 		if err != nil {
-			err = s.gatewayFailed("payment status", m.GoID, parentID, err)
+			err = s.gatewayFailed(ctx, "payment status", m.GoID, parentID, err)
 			if r, ok := err.(*refusal); ok {
 				return fail(r)
 			}
@@ -327,7 +327,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	}
 	child, err := s.gw.CreateRecurrence(ctx, m.credentials(), parentID, req)
 	if err != nil {
-		err = s.gatewayFailed("create recurrence", m.GoID, parentID, err)
+		err = s.gatewayFailed(ctx, "create recurrence", m.GoID, parentID, err)
 		if r, ok := err.(*refusal); ok {
 			return fail(r)
 		}
@@ -345,10 +345,10 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
 	}
 	if err := s.store.SaveSession(ctx, sess); err != nil {
-		s.log.Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
+		s.logFor(ctx).Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
 			zap.Int64("payment", child.ID), zap.Int64("parent", parentID), zap.Error(err))
 	}
-	s.log.Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
+	s.logFor(ctx).Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
 	var product *string
 	if found {
 		product = &parent.ProductName
@@ -367,7 +367,7 @@ func (s *Service) createBuyer(ctx context.Context, call *soapenc.Call) (*soapenc
 	email := f.optStr("buyerEmail")
 	goid := f.long("eshopGoId")
 	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
-	s.log.Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
+	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
 	return soapenc.NewStruct("createBuyerReturn", typeBuyerResult,
 		soapenc.NewString("buyerEmail", email),
 		soapenc.NewLong("buyerGoId", nil),

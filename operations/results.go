@@ -51,13 +51,13 @@ func (s *Service) sessionAction(ctx context.Context, call *soapenc.Call, ret str
 	do func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error)) (*soapenc.Value, error) {
 	ref, r := s.readSessionInfo(call, "sessionInfo")
 	if r != nil {
-		s.refused(call, ref, r)
+		s.refused(ctx, call, ref, r)
 		return s.failedResult(ref, r.desc).Value(ret), nil
 	}
 	res, err := do(ctx, ref.M, *ref.PaymentID)
 	if err != nil {
 		if errors.As(err, &r) {
-			s.refused(call, ref, r)
+			s.refused(ctx, call, ref, r)
 			return s.failedResult(ref, r.desc).Value(ret), nil
 		}
 		return nil, err
@@ -69,7 +69,7 @@ func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soap
 	return s.sessionAction(ctx, call, "capturePaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.Capture(ctx, m.credentials(), id, nil)
 		if err != nil {
-			return nil, s.gatewayFailed("capture", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "capture", m.GoID, id, err)
 		}
 		return res, nil
 	})
@@ -79,7 +79,7 @@ func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*s
 	return s.sessionAction(ctx, call, "voidAuthorizationReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.VoidAuthorization(ctx, m.credentials(), id)
 		if err != nil {
-			return nil, s.gatewayFailed("void authorization", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "void authorization", m.GoID, id, err)
 		}
 		return res, nil
 	})
@@ -89,7 +89,7 @@ func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) 
 	return s.sessionAction(ctx, call, "voidRecurrentPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.VoidRecurrence(ctx, m.credentials(), id)
 		if err != nil {
-			return nil, s.gatewayFailed("void recurrence", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "void recurrence", m.GoID, id, err)
 		}
 		return res, nil
 	})
@@ -107,11 +107,11 @@ func (s *Service) refundPayment(ctx context.Context, call *soapenc.Call) (*soape
 		// whole amount (two REST calls).
 		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
 		if err != nil {
-			return nil, s.gatewayFailed("payment status", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 		}
 		res, err := s.gw.Refund(ctx, m.credentials(), id, p.Amount)
 		if err != nil {
-			return nil, s.gatewayFailed("refund", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "refund", m.GoID, id, err)
 		}
 		return res, nil
 	})
@@ -125,7 +125,7 @@ func (s *Service) partiallyRefundPayment(ctx context.Context, call *soapenc.Call
 func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret string) (*soapenc.Value, error) {
 	var ref sessionRef
 	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(call, ref, r)
+		s.refused(ctx, call, ref, r)
 		return s.failedResult(ref, r.desc).Value(ret), nil
 	}
 	f := readPart(call, "refundRequest")
@@ -171,7 +171,7 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	} else {
 		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
 		if err != nil {
-			err = s.gatewayFailed("payment status", m.GoID, id, err)
+			err = s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 			if r, ok := err.(*refusal); ok {
 				return fail(r)
 			}
@@ -184,7 +184,7 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	}
 	res, err := s.gw.Refund(ctx, m.credentials(), id, *amount)
 	if err != nil {
-		err = s.gatewayFailed("refund", m.GoID, id, err)
+		err = s.gatewayFailed(ctx, "refund", m.GoID, id, err)
 		if r, ok := err.(*refusal); ok {
 			return fail(r)
 		}

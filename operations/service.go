@@ -232,7 +232,7 @@ func (s *Service) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Resp
 		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
 	if call.Operation.Space != NSInput {
-		s.log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
+		s.logFor(ctx).Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
 	}
 	ret, err := op(ctx, call)
 	if err != nil {
@@ -240,7 +240,7 @@ func (s *Service) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Resp
 		if errors.As(err, &f) {
 			return nil, f
 		}
-		s.log.Error("operation failed", zap.String("op", name), zap.Error(err))
+		s.logFor(ctx).Error("operation failed", zap.String("op", name), zap.Error(err))
 		return nil, serverFault("internal error")
 	}
 	return &soapenc.Response{Namespace: s.ns, Operation: name, Return: ret}, nil

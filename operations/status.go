@@ -89,13 +89,13 @@ func (s *Service) paymentStatusWCust(ctx context.Context, call *soapenc.Call) (*
 func (s *Service) statusOp(ctx context.Context, call *soapenc.Call, ret string, wcust bool) (*soapenc.Value, error) {
 	ref, r := s.readSessionInfo(call, "paymentSessionInfo")
 	if r != nil {
-		s.refused(call, ref, r)
+		s.refused(ctx, call, ref, r)
 		return s.failedStatus(ref, r.desc).Value(ret, wcust), nil
 	}
 	st, err := s.statusFor(ctx, ref.M, *ref.PaymentID)
 	if err != nil {
 		if errors.As(err, &r) {
-			s.refused(call, ref, r)
+			s.refused(ctx, call, ref, r)
 			return s.failedStatus(ref, r.desc).Value(ret, wcust), nil
 		}
 		return nil, err
@@ -110,7 +110,7 @@ func (s *Service) statusOp(ctx context.Context, call *soapenc.Call, ret string, 
 func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Status, error) {
 	p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
 	if err != nil {
-		return nil, s.gatewayFailed("payment status", m.GoID, id, err)
+		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 	}
 	sess, found, err := s.sessionOf(ctx, p.ID, p.ParentID)
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Service) sessionOf(ctx context.Context, id, parentID int64) (store.Sess
 			return sess, true, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			s.log.Error("session store read failed", zap.Int64("payment", pid), zap.Error(err))
+			s.logFor(ctx).Error("session store read failed", zap.Int64("payment", pid), zap.Error(err))
 			return store.Session{}, false, serverFault("session store unavailable")
 		}
 	}
@@ -237,18 +237,18 @@ func subStateDesc(sub string) string {
 }
 
 // gatewayFailed logs a failed REST call and sorts it (see gatewayError).
-func (s *Service) gatewayFailed(what string, goid, id int64, err error) error {
+func (s *Service) gatewayFailed(ctx context.Context, what string, goid, id int64, err error) error {
 	out := gatewayError(err)
-	lvl := s.log.Warn
+	lvl := s.logFor(ctx).Warn
 	if _, isRefusal := out.(*refusal); isRefusal {
-		lvl = s.log.Info
+		lvl = s.logFor(ctx).Info
 	}
 	lvl("gateway call failed", zap.String("call", what), zap.Int64("goid", goid), zap.Int64("payment", id), zap.Error(err))
 	return out
 }
 
 // refused logs a refused request (without its signature).
-func (s *Service) refused(call *soapenc.Call, ref sessionRef, r *refusal) {
+func (s *Service) refused(ctx context.Context, call *soapenc.Call, ref sessionRef, r *refusal) {
 	fs := []zap.Field{zap.String("op", call.Operation.Local), zap.String("reason", r.desc)}
 	if ref.GoID != nil {
 		fs = append(fs, zap.Int64("goid", *ref.GoID))
@@ -256,5 +256,5 @@ func (s *Service) refused(call *soapenc.Call, ref sessionRef, r *refusal) {
 	if ref.PaymentID != nil {
 		fs = append(fs, zap.Int64("payment", *ref.PaymentID))
 	}
-	s.log.Info("request refused", fs...)
+	s.logFor(ctx).Info("request refused", fs...)
 }
