@@ -148,6 +148,23 @@ func (h *harness) create(name string) int64 {
 	return id
 }
 
+// invoke performs the request of golden case name, which must succeed.
+func (h *harness) invoke(name string) {
+	h.t.Helper()
+	resp, err := h.svc.Invoke(context.Background(), decodeFile(h.t, filepath.Join(goldenDir, name, "request.xml")))
+	require.NoError(h.t, err)
+	require.Equal(h.t, Finished, resp.Return.Field("result").Text, resp.Return.Field("resultDescription").Text)
+}
+
+// stateIs checks the gateway's state of the golden payment after the request.
+func stateIs(want string) func(t *testing.T, h *harness) {
+	return func(t *testing.T, h *harness) {
+		p, err := h.svc.gw.PaymentStatus(context.Background(), testMerchant().credentials(), 3000000001)
+		require.NoError(t, err)
+		assert.Equal(t, want, p.State)
+	}
+}
+
 func (h *harness) act(id int64, a sandbox.Action) {
 	h.t.Helper()
 	require.NoError(h.t, h.sb.Act(context.Background(), id, a))
@@ -171,19 +188,22 @@ func warmToken(h *harness) {
 	require.NoError(h.t, err)
 }
 
-func paid(h *harness)          { h.act(h.create("createPayment"), payCard) }
-func authorized(h *harness)    { h.act(h.create("createPayment-preauthorization"), payCard) }
-func recurringPaid(h *harness) { h.act(h.create("createPayment-recurrent"), payCard) }
+func paid(h *harness)           { h.act(h.create("createPayment"), payCard) }
+func refundedPartly(h *harness) { paid(h); h.invoke("partiallyRefundPayment") } // 50.00 of 129.00
+func refundedFully(h *harness)  { paid(h); h.invoke("refundPayment") }
+func authorized(h *harness)     { h.act(h.create("createPayment-preauthorization"), payCard) }
+func recurringPaid(h *harness)  { h.act(h.create("createPayment-recurrent"), payCard) }
 
 // goldenCases: the directory under testdata/operations, what happens before
-// the request, whether the gateway is down for the request, and the HTTP
-// status of the reply. Requests whose signature must not verify are listed
+// the request, whether the gateway is down for the request, the HTTP
+// status of the reply and what else must hold after it. Requests whose signature must not verify are listed
 // in unsigned.
 var goldenCases = []struct {
 	name   string
 	setup  func(h *harness)
 	down   bool
 	status int
+	after  func(t *testing.T, h *harness)
 }{
 	{name: "touch"},
 	{name: "touch-axis"},
@@ -220,7 +240,10 @@ var goldenCases = []struct {
 	{name: "capturePayment", setup: authorized},
 	{name: "capturePayment-wrong-state", setup: paid},
 	{name: "voidAuthorization", setup: authorized},
-	{name: "refundPayment", setup: paid},
+	{name: "refundPayment", setup: paid, after: stateIs(restbackend.StateRefunded)},
+	// The whole refund after a partial one refunds the rest.
+	{name: "refundPayment-whole-after-partial", setup: refundedPartly, after: stateIs(restbackend.StateRefunded)},
+	{name: "refundPayment-already-refunded", setup: refundedFully},
 	{name: "refundPayment-refundRequest", setup: paid},
 	{name: "partiallyRefundPayment", setup: paid},
 	{name: "partiallyRefundPayment-currency-mismatch", setup: paid},
@@ -275,6 +298,9 @@ func TestGolden(t *testing.T) {
 			checkGolden(t, filepath.Join(dir, "rest.txt"), calls)
 			if w.Code == http.StatusOK {
 				checkReplySignature(t, w.Body.Bytes())
+			}
+			if tc.after != nil {
+				tc.after(t, h)
 			}
 		})
 	}

@@ -96,25 +96,55 @@ func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) 
 }
 
 // refundPayment is overloaded: the part name tells the forms apart.
-// sessionInfo refunds the whole amount; refundRequest is a (partial) refund
-// like partiallyRefundPayment.
+// sessionInfo refunds what is left of the payment; refundRequest is a
+// (partial) refund like partiallyRefundPayment.
 func (s *Service) refundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
 	if call.Param("refundRequest") != nil {
 		return s.refundRequest(ctx, call, "refundPaymentReturn")
 	}
-	return s.sessionAction(ctx, call, "refundPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		// The legacy form carries no amount: the gateway's status tells the
-		// whole amount (two REST calls).
-		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+	return s.sessionAction(ctx, call, "refundPaymentReturn", s.refundRest)
+}
+
+// refundRest refunds what is left of payment id. The legacy form carries no
+// amount: the gateway's status tells the whole amount and, after partial
+// refunds, its refund history what was already returned. The gateway refuses
+// a refund larger than what is left, so the whole amount would fail there.
+func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+	p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+	if err != nil {
+		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
+	}
+	left := p.Amount
+	switch p.State {
+	case restbackend.StateRefunded:
+		return nil, refuse("payment %d is already refunded in full, nothing left to refund", id)
+	case restbackend.StatePartiallyRefunded:
+		hist, err := s.gw.RefundHistory(ctx, m.credentials(), id)
 		if err != nil {
-			return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
+			return nil, s.gatewayFailed(ctx, "refund history", m.GoID, id, err)
 		}
-		res, err := s.gw.Refund(ctx, m.credentials(), id, p.Amount)
-		if err != nil {
-			return nil, s.gatewayFailed(ctx, "refund", m.GoID, id, err)
+		done := refundedSum(hist)
+		if left -= done; left <= 0 {
+			return nil, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
-		return res, nil
-	})
+	}
+	res, err := s.gw.Refund(ctx, m.credentials(), id, left)
+	if err != nil {
+		return nil, s.gatewayFailed(ctx, "refund", m.GoID, id, err)
+	}
+	return res, nil
+}
+
+// refundedSum is what the refunds of a history returned: all but the
+// FAILED ones (a pending refund has its money committed).
+func refundedSum(hist []restbackend.Refund) int64 {
+	var sum int64
+	for _, r := range hist {
+		if r.State != restbackend.ResultFailed {
+			sum += r.Amount
+		}
+	}
+	return sum
 }
 
 func (s *Service) partiallyRefundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {

@@ -147,6 +147,16 @@ func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount in
 	return res, c.callJSON(ctx, cr, r, res)
 }
 
+// RefundHistory: GET /payments/payment/{id}/refunds, the refunds made so far.
+func (c *Client) RefundHistory(ctx context.Context, cr Credentials, id int64) ([]Refund, error) {
+	r := request{op: "refund history", method: http.MethodGet, path: paymentPath(id, "refunds")}
+	var l refundList
+	if err := c.callJSON(ctx, cr, r, &l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // CreateRecurrence: POST /payments/payment/{id}/create-recurrence.
 func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID int64, req *RecurrenceRequest) (*Payment, error) {
 	r, err := jsonRequest("create recurrence", paymentPath(parentID, "create-recurrence"), req)

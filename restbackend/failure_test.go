@@ -347,6 +347,15 @@ func TestMalformedReplies(t *testing.T) {
 		_, err := g.client().PaymentInstruments(bg, testCreds, 1, "CZK")
 		asMalformedError(t, err)
 	})
+	for name, reply := range map[string]string{"refund history null": `null`, "refund history object": `{"id":1}`,
+		"refund without state": `[{"id":1,"amount":5}]`} {
+		t.Run(name, func(t *testing.T) {
+			g := newFakeGateway(t)
+			g.setAPI(replyWith(http.StatusOK, reply))
+			_, err := g.client().RefundHistory(bg, testCreds, 1)
+			assert.Equal(t, "refund history", asMalformedError(t, err).Op)
+		})
+	}
 	t.Run("token without access_token", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, `{"token_type":"bearer","expires_in":1800}`)

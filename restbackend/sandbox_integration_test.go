@@ -105,14 +105,29 @@ func TestSandboxWalk(t *testing.T) {
 		assert.Equal(t, restbackend.InstrumentPaymentCard, st.PaymentInstrument)
 		paid = append(paid, p.ID)
 
+		hist, err := e.c.RefundHistory(e.ctx(), e.cr, p.ID)
+		require.NoError(t, err)
+		assert.Empty(t, hist, "nothing refunded yet")
+
 		r, err := e.c.Refund(e.ctx(), e.cr, p.ID, 400)
 		require.NoError(t, err)
 		assert.Equal(t, restbackend.Result{ID: p.ID, Result: restbackend.ResultFinished}, *r)
 		assert.Equal(t, restbackend.StatePartiallyRefunded, e.state(p.ID).State)
 
+		hist, err = e.c.RefundHistory(e.ctx(), e.cr, p.ID)
+		require.NoError(t, err)
+		require.Len(t, hist, 1)
+		assert.Equal(t, int64(400), hist[0].Amount)
+		assert.Equal(t, restbackend.ResultFinished, hist[0].State)
+		assert.NotZero(t, hist[0].ID)
+
 		_, err = e.c.Refund(e.ctx(), e.cr, p.ID, 600)
 		require.NoError(t, err)
 		assert.Equal(t, restbackend.StateRefunded, e.state(p.ID).State)
+		hist, err = e.c.RefundHistory(e.ctx(), e.cr, p.ID)
+		require.NoError(t, err)
+		require.Len(t, hist, 2)
+		assert.Equal(t, int64(600), hist[1].Amount)
 
 		_, err = e.c.Refund(e.ctx(), e.cr, p.ID, 1)
 		assert.Equal(t, http.StatusConflict, asAPIError(t, err).Status, "nothing left to refund")

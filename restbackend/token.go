@@ -129,6 +129,25 @@ func (r *Result) validate() error {
 	return nil
 }
 
+// refundList is the reply of the refund history: a JSON array (empty when
+// nothing was refunded), each entry with its id and state.
+type refundList []Refund
+
+func (l *refundList) validate() error {
+	if *l == nil {
+		return errors.New("refund history is not an array")
+	}
+	for _, r := range *l {
+		if r.ID == 0 {
+			return errors.New("refund without id")
+		}
+		if r.State == "" {
+			return errors.New("refund without state")
+		}
+	}
+	return nil
+}
+
 func (l *InstrumentList) validate() error {
 	if l.EnabledPaymentInstruments == nil {
 		return errors.New("no enabledPaymentInstruments")

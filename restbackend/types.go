@@ -210,6 +210,16 @@ type Result struct {
 	Result string `json:"result"`
 }
 
+// Refund is one entry of a payment's refund history
+// (GET /payments/payment/{id}/refunds; not in the specification, the
+// official client libraries offer it).
+type Refund struct {
+	ID         int64  `json:"id"`
+	Amount     int64  `json:"amount"`
+	State      string `json:"state"`       // FINISHED, or e.g. FAILED
+	DateCreate string `json:"date_create"` // YYYY-MM-DD
+}
+
 // InstrumentList is the reply of the enabled payment instruments call.
 type InstrumentList struct {
 	Groups                    map[string]InstrumentGroup `json:"groups"`

@@ -174,6 +174,18 @@ func TestWire(t *testing.T) {
 			}
 			return err
 		}, nil},
+		{"refund_history", `[{"id":300000000101,"amount":500,"state":"FINISHED","date_create":"2026-03-02"},` +
+			`{"id":300000000102,"amount":200,"state":"FAILED","date_create":"2026-03-03"}]`,
+			func(c *restbackend.Client) error {
+				l, err := c.RefundHistory(ctx, testCreds, id)
+				if err == nil {
+					assert.Equal(t, []restbackend.Refund{
+						{ID: 300000000101, Amount: 500, State: "FINISHED", DateCreate: "2026-03-02"},
+						{ID: 300000000102, Amount: 200, State: "FAILED", DateCreate: "2026-03-03"},
+					}, l)
+				}
+				return err
+			}, nil},
 		{"create_recurrence", `{"id":3000000002,"parent_id":3000000001,"order_number":"ORD-2","state":"CREATED","amount":500,"currency":"CZK","payment_instrument":"PAYMENT_CARD"}`,
 			func(c *restbackend.Client) error {
 				p, err := c.CreateRecurrence(ctx, testCreds, id, &restbackend.RecurrenceRequest{
