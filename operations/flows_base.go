@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -69,7 +70,11 @@ func (f *Flows) payBase(c echo.Context) error {
 	if !Verify(m.SecureKey, cmd.Signature, cmd.signatureFields()...) {
 		return f.page(c, pageBadSignature())
 	}
-	ctx := c.Request().Context()
+	// Detached from the browser's connection like a SOAP call: a customer
+	// who leaves mid-call must not cut the create POST short (its outcome
+	// would be unknown) nor the session write after it. The REST client's
+	// timeout bounds each gateway call.
+	ctx := context.WithoutCancel(c.Request().Context())
 	resp, err := f.svc.Invoke(ctx, call)
 	if err != nil {
 		// A fault: the gateway or the session store failed.

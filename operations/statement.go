@@ -85,6 +85,8 @@ func (f *Flows) statement(c echo.Context) error {
 			q.Get("statementRequest.targetGoId"), q.Get("statementRequest.currency"))...) {
 		return fail(http.StatusForbidden, "statementRequest.encryptedSignature does not verify")
 	}
+	// This POST only reads, so unlike pay-base-v2 it stays on the request's
+	// context: a caller that hangs up stops the download.
 	body, err := f.svc.gw.AccountStatement(c.Request().Context(), m.credentials(), &restbackend.StatementRequest{
 		DateFrom: from, DateTo: to, GoID: m.GoID, Currency: currency, Format: format.REST,
 	})
