@@ -69,15 +69,35 @@ func NewFlows(svc *Service, cfg FlowsConfig) *Flows {
 
 // Register adds the flows' routes to e.
 func (f *Flows) Register(e *echo.Echo) {
-	e.GET(PathPayFull, f.payFull)
-	e.POST(PathPayFull, f.payFull)
-	e.GET(PathPayBase, f.payBase)
-	e.POST(PathPayBase, f.payBase)
-	e.GET(PathReturn, f.returnFromGateway)
-	e.GET(PathNotify, f.notify)
-	e.POST(PathNotify, f.notify)
-	e.GET(PathStatement, f.statement)
-	e.GET(PathOutboxCounts, f.outboxCounts)
+	e.GET(PathPayFull, f.payFull, f.requestLog)
+	e.POST(PathPayFull, f.payFull, f.requestLog)
+	e.GET(PathPayBase, f.payBase, f.requestLog)
+	e.POST(PathPayBase, f.payBase, f.requestLog)
+	e.GET(PathReturn, f.returnFromGateway, f.requestLog)
+	e.GET(PathNotify, f.notify, f.requestLog)
+	e.POST(PathNotify, f.notify, f.requestLog)
+	e.GET(PathStatement, f.statement, f.requestLog)
+	e.GET(PathOutboxCounts, f.outboxCounts, f.requestLog)
+}
+
+// requestLog gives the request's context a logger carrying the request id
+// of the access log line (set by the server's RequestID middleware), as the
+// SOAP handler does, so a flow's log lines can be matched with its request.
+func (f *Flows) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		l := f.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		c.SetRequest(r.WithContext(withLogger(r.Context(), l)))
+		return next(c)
+	}
+}
+
+// logFor is the logger of the flow request behind ctx, or the flows' own.
+func (f *Flows) logFor(ctx context.Context) *zap.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*zap.Logger); ok {
+		return l
+	}
+	return f.log
 }
 
 // RunOutbox delivers notifications until ctx ends.
@@ -150,10 +170,10 @@ func pageInternal() *pageError {
 func (f *Flows) page(c echo.Context, err error) error {
 	var pe *pageError
 	if !errors.As(err, &pe) {
-		f.log.Error("flow failed", zap.String("path", c.Path()), zap.Error(err))
+		f.logFor(c.Request().Context()).Error("flow failed", zap.String("path", c.Path()), zap.Error(err))
 		pe = pageInternal()
 	} else if pe.Status >= 500 {
-		f.log.Warn("flow failed", zap.String("path", c.Path()), zap.Int("status", pe.Status))
+		f.logFor(c.Request().Context()).Warn("flow failed", zap.String("path", c.Path()), zap.Int("status", pe.Status))
 	}
 	var b strings.Builder
 	if err := flowPages.ExecuteTemplate(&b, "error.html", pe); err != nil {
@@ -208,7 +228,7 @@ func (f *Flows) status(ctx context.Context, m Merchant, id int64) (*restbackend.
 		if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusForbidden) {
 			return nil, pageUnknownPayment(id)
 		}
-		f.log.Warn("payment status failed", zap.Int64("goid", m.GoID), zap.Int64("payment", id), zap.Error(err))
+		f.logFor(ctx).Warn("payment status failed", zap.Int64("goid", m.GoID), zap.Int64("payment", id), zap.Error(err))
 		return nil, pageGateway()
 	}
 	if p.Target != nil && p.Target.GoID != 0 && p.Target.GoID != m.GoID {
@@ -257,7 +277,7 @@ func (f *Flows) sessionOf(ctx context.Context, m Merchant, p *restbackend.Paymen
 	if err := f.svc.store.SaveSession(ctx, child); err != nil {
 		return store.Session{}, err
 	}
-	f.log.Info("recurring child payment recorded", zap.Int64("goid", m.GoID),
+	f.logFor(ctx).Info("recurring child payment recorded", zap.Int64("goid", m.GoID),
 		zap.Int64("payment", p.ID), zap.Int64("parent", p.ParentID))
 	return child, nil
 }
@@ -379,7 +399,7 @@ func (f *Flows) returnFromGateway(c echo.Context) error {
 	if err != nil {
 		return f.page(c, err)
 	}
-	f.log.Info("customer returned", zap.Int64("goid", m.GoID), zap.Int64("payment", id),
+	f.logFor(ctx).Info("customer returned", zap.Int64("goid", m.GoID), zap.Int64("payment", id),
 		zap.String("state", p.State), zap.Bool("success", target == sess.SuccessURL))
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Redirect(http.StatusFound, loc)
@@ -417,11 +437,11 @@ func (f *Flows) notify(c echo.Context) error {
 	}
 	sess, err := f.sessionOf(ctx, m, p)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		f.log.Error("notification: session read failed", zap.Int64("payment", id), zap.Error(err))
+		f.logFor(ctx).Error("notification: session read failed", zap.Int64("payment", id), zap.Error(err))
 		return plain(http.StatusServiceUnavailable, "store not available; repeat later")
 	}
 	if m.NotificationURL == "" {
-		f.log.Info("notification not forwarded: e-shop has no notification URL",
+		f.logFor(ctx).Info("notification not forwarded: e-shop has no notification URL",
 			zap.Int64("goid", m.GoID), zap.Int64("payment", id), zap.String("state", p.State))
 		return plain(http.StatusOK, "OK")
 	}
@@ -432,10 +452,10 @@ func (f *Flows) notify(c echo.Context) error {
 	key := NotificationKey(m.GoID, p)
 	added, err := f.out.Enqueue(ctx, store.Notification{GoID: m.GoID, PaymentID: p.ID, Key: key, URL: target})
 	if err != nil {
-		f.log.Error("notification: enqueue failed", zap.String("key", key), zap.Error(err))
+		f.logFor(ctx).Error("notification: enqueue failed", zap.String("key", key), zap.Error(err))
 		return plain(http.StatusServiceUnavailable, "store not available; repeat later")
 	}
-	f.log.Info("notification accepted", zap.String("key", key), zap.Bool("new", added))
+	f.logFor(ctx).Info("notification accepted", zap.String("key", key), zap.Bool("new", added))
 	return plain(http.StatusOK, "OK")
 }
 
@@ -444,7 +464,7 @@ func (f *Flows) notify(c echo.Context) error {
 func (f *Flows) outboxCounts(c echo.Context) error {
 	n, err := f.out.Counts(c.Request().Context())
 	if err != nil {
-		f.log.Error("outbox counts failed", zap.Error(err))
+		f.logFor(c.Request().Context()).Error("outbox counts failed", zap.Error(err))
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "store not available"})
 	}
 	return c.JSON(http.StatusOK, map[string]int{"pending": n.Pending, "delivered": n.Delivered, "dead": n.Dead})
@@ -478,7 +498,7 @@ func (f *Flows) payFull(c echo.Context) error {
 // toGateway redirects to the payment's gateway page.
 func (f *Flows) toGateway(c echo.Context, p *restbackend.Payment) error {
 	if p.GwURL == "" {
-		f.log.Warn("gateway gave no gw_url", zap.Int64("payment", p.ID))
+		f.logFor(c.Request().Context()).Warn("gateway gave no gw_url", zap.Int64("payment", p.ID))
 		return f.page(c, pageGateway())
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")

@@ -78,7 +78,7 @@ func (f *Flows) payBase(c echo.Context) error {
 	resp, err := f.svc.Invoke(ctx, call)
 	if err != nil {
 		// A fault: the gateway or the session store failed.
-		f.log.Warn("pay-base-v2: createPayment failed", zap.Int64("goid", m.GoID), zap.Error(err))
+		f.logFor(ctx).Warn("pay-base-v2: createPayment failed", zap.Int64("goid", m.GoID), zap.Error(err))
 		return f.page(c, pageUnavailable())
 	}
 	ret := resp.Return

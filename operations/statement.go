@@ -93,10 +93,10 @@ func (f *Flows) statement(c echo.Context) error {
 	if err != nil {
 		var ae *restbackend.APIError
 		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
-			f.log.Info("statement refused", zap.Int64("goid", m.GoID), zap.Error(err))
+			f.logFor(c.Request().Context()).Info("statement refused", zap.Int64("goid", m.GoID), zap.Error(err))
 			return fail(http.StatusBadRequest, "the gateway refused the statement: "+ae.Error())
 		}
-		f.log.Warn("statement failed", zap.Int64("goid", m.GoID), zap.Error(err))
+		f.logFor(c.Request().Context()).Warn("statement failed", zap.Int64("goid", m.GoID), zap.Error(err))
 		return fail(http.StatusBadGateway, "the payment gateway did not deliver the statement; try again later")
 	}
 	name := "statement-" + FormatInt(m.GoID) + "-" + from + "-" + to + "." + format.Ext
