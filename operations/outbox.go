@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/store"
+
+	"github.com/legacybridge/soapbridge/internal/backoff"
 )
 
 // The outbox delivers legacy notifications to e-shops. A notification is
@@ -58,20 +59,14 @@ const (
 	defaultOutboxLease   = 2 * time.Minute
 	defaultOutboxBatch   = 8
 	defaultOutboxMaxAge  = 24 * time.Hour
-	backoffBase          = 2 * time.Second
-	backoffMax           = 10 * time.Minute
 )
 
 // DefaultBackoff doubles from 2s up to 10 minutes and takes a random point
 // in the upper half of that, so e-shops coming back after an outage are not
 // hit by every bridge process at the same instant.
-func DefaultBackoff(failed int) time.Duration {
-	d := backoffMax
-	if failed < 20 {
-		d = min(backoffBase<<max(failed-1, 0), backoffMax)
-	}
-	return d/2 + rand.N(d/2+1)
-}
+func DefaultBackoff(failed int) time.Duration { return outboxBackoff.Delay(failed) }
+
+var outboxBackoff = backoff.Policy{Base: 2 * time.Second, Max: 10 * time.Minute, Jitter: 0.5}
 
 // Outbox delivers the notifications of a store.
 type Outbox struct {

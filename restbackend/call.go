@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/backoff"
 )
 
 // Retry policy of GETs (status, instruments). POSTs are never retried: a
@@ -22,7 +23,6 @@ import (
 // after a 401, which means the gateway did not act.
 const (
 	getAttempts  = 3
-	backoffBase  = 50 * time.Millisecond
 	maxReplySize = 64 << 20 // statements are files; anything larger is not ours
 )
 
@@ -230,11 +230,14 @@ func retryable(ctx context.Context, err error) bool {
 	return false
 }
 
-// sleepBackoff waits before retry n (1, 2, …): exponential with jitter, and
-// false when the deadline would pass first.
+// getBackoff spaces the retries of a GET: 50 ms doubling, each wait drawn
+// from the upper half so that parallel callers spread out.
+var getBackoff = backoff.Policy{Base: 50 * time.Millisecond, Jitter: 0.5}
+
+// sleepBackoff waits before retry n (1, 2, …), and false when the deadline
+// would pass first.
 func sleepBackoff(ctx context.Context, n int) bool {
-	d := backoffBase << (n - 1)
-	d = d/2 + rand.N(d/2+1)
+	d := getBackoff.Delay(n)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
 	}

@@ -9,19 +9,18 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/backoff"
 )
 
 // maxNotifyAttempts bounds the calls of one notification: with the default
 // backoff (30 s doubling to 2 h) the last one is about 24 h after the first.
 const maxNotifyAttempts = 20
 
-func defaultBackoff(attempt int) time.Duration {
-	d := 30 * time.Second
-	for i := 1; i < attempt && d < 2*time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, 2*time.Hour)
-}
+// notifyBackoff is the gateway's documented retry rhythm, without jitter.
+var notifyBackoff = backoff.Policy{Base: 30 * time.Second, Max: 2 * time.Hour}
+
+func defaultBackoff(attempt int) time.Duration { return notifyBackoff.Delay(attempt) }
 
 // withID appends id=<id> to rawURL, keeping its query as it is.
 func withID(rawURL string, id int64) string {
