@@ -215,7 +215,7 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 	if r != nil {
 		return fail(r)
 	}
-	p, err := s.gw.CreatePayment(ctx, m.credentials(), req)
+	p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
 	if err != nil {
 		err = s.gatewayFailed(ctx, "create payment", m.GoID, 0, err)
 		if errors.As(err, &r) {
@@ -304,7 +304,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		return nil, err
 	}
 	if !found {
-		p, err := s.gw.PaymentStatus(ctx, m.credentials(), parentID)
+		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
 		if err != nil {
 			err = s.gatewayFailed(ctx, "payment status", m.GoID, parentID, err)
 			if r, ok := err.(*refusal); ok {
@@ -325,7 +325,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		OrderDescription: Trim(parent.ProductName),
 		Items:            []restbackend.Item{{Type: "ITEM", Name: Trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
 	}
-	child, err := s.gw.CreateRecurrence(ctx, m.credentials(), parentID, req)
+	child, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
 	if err != nil {
 		err = s.gatewayFailed(ctx, "create recurrence", m.GoID, parentID, err)
 		if r, ok := err.(*refusal); ok {

@@ -222,7 +222,7 @@ func flowParseID(name, raw string) (int64, error) {
 // does not know, or that belongs to another e-shop, is pageUnknownPayment;
 // other failures pageGateway (the cause is logged).
 func (f *Flows) status(ctx context.Context, m Merchant, id int64) (*restbackend.Payment, error) {
-	p, err := f.svc.gw.PaymentStatus(ctx, m.credentials(), id)
+	p, err := f.svc.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		var ae *restbackend.APIError
 		if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusForbidden) {

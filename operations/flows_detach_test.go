@@ -32,7 +32,7 @@ func (h hangUp) RoundTrip(req *http.Request) (*http.Response, error) {
 // A customer who leaves pay-base-v2 mid-call does not cut the gateway calls
 // short: the payment is created and its session saved.
 func TestPayBaseDetachedFromBrowser(t *testing.T) {
-	sb := sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"}}})
+	sb := sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"}}}})
 	srv := httptest.NewServer(sb)
 	t.Cleanup(func() { srv.Close(); sb.Close() })
 	ctx, cancel := context.WithCancel(context.Background())

@@ -98,7 +98,7 @@ func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &flEnv{shop: newFlShop(t)}
 	env.sb = sandbox.New(sandbox.Options{Clock: clock,
-		Merchants: []sandbox.Merchant{{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}})
+		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}}})
 	sbSrv := httptest.NewServer(env.sb)
 	env.sbURL = sbSrv.URL
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "bridge.db"))
@@ -108,7 +108,7 @@ func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
 	var h http.Handler = http.NotFoundHandler()
 	env.bridge = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	env.svc, err = New(Config{
-		Merchants: []Merchant{{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret, SecureKey: flSecureKey,
+		Merchants: []Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}, SecureKey: flSecureKey,
 			NotificationURL: env.shop.srv.URL + "/notify?shop=1"}},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: env.sbURL}),
 		Store:     st,
@@ -222,7 +222,7 @@ func TestPayFullRedirectsToGateway(t *testing.T) {
 
 	resp := env.get(t, u)
 	require.Equal(t, http.StatusFound, resp.StatusCode)
-	p, err := env.svc.gw.PaymentStatus(context.Background(), env.svc.merchants[flGoID].credentials(), id)
+	p, err := env.svc.gw.PaymentStatus(context.Background(), env.svc.merchants[flGoID].Credentials(), id)
 	require.NoError(t, err)
 	require.NotEmpty(t, p.GwURL)
 	assert.Equal(t, p.GwURL, resp.Header.Get("Location"))

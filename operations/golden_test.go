@@ -117,7 +117,7 @@ func newHarness(t testing.TB) *harness {
 	t.Helper()
 	clock := sandbox.NewManualClock(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 	sb := sandbox.New(sandbox.Options{
-		Merchants: []sandbox.Merchant{{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"}},
+		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"}}},
 		Clock:     clock,
 		BaseURL:   "https://sandbox.test",
 	})
@@ -159,7 +159,7 @@ func (h *harness) invoke(name string) {
 // stateIs checks the gateway's state of the golden payment after the request.
 func stateIs(want string) func(t *testing.T, h *harness) {
 	return func(t *testing.T, h *harness) {
-		p, err := h.svc.gw.PaymentStatus(context.Background(), testMerchant().credentials(), 3000000001)
+		p, err := h.svc.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), 3000000001)
 		require.NoError(t, err)
 		assert.Equal(t, want, p.State)
 	}
@@ -184,7 +184,7 @@ var (
 )
 
 func warmToken(h *harness) {
-	_, err := h.svc.gw.Token(context.Background(), testMerchant().credentials())
+	_, err := h.svc.gw.Token(context.Background(), testMerchant().Credentials())
 	require.NoError(h.t, err)
 }
 

@@ -88,7 +88,7 @@ func (s *Service) methodList(ctx context.Context) ([]method, error) {
 
 func (s *Service) loadMethods(ctx context.Context) ([]method, error) {
 	m := s.merchants[s.defaultGoID]
-	list, err := s.gw.PaymentInstruments(ctx, m.credentials(), m.GoID, m.Currency)
+	list, err := s.gw.PaymentInstruments(ctx, m.Credentials(), m.GoID, m.Currency)
 	if err != nil {
 		if r, ok := s.gatewayFailed(ctx, "payment instruments", m.GoID, 0, err).(*refusal); ok {
 			return nil, serverFault("payment method list unavailable: " + r.desc)

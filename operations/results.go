@@ -67,7 +67,7 @@ func (s *Service) sessionAction(ctx context.Context, call *soapenc.Call, ret str
 
 func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
 	return s.sessionAction(ctx, call, "capturePaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.Capture(ctx, m.credentials(), id, nil)
+		res, err := s.gw.Capture(ctx, m.Credentials(), id, nil)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "capture", m.GoID, id, err)
 		}
@@ -77,7 +77,7 @@ func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soap
 
 func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
 	return s.sessionAction(ctx, call, "voidAuthorizationReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.VoidAuthorization(ctx, m.credentials(), id)
+		res, err := s.gw.VoidAuthorization(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "void authorization", m.GoID, id, err)
 		}
@@ -87,7 +87,7 @@ func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*s
 
 func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
 	return s.sessionAction(ctx, call, "voidRecurrentPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.VoidRecurrence(ctx, m.credentials(), id)
+		res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "void recurrence", m.GoID, id, err)
 		}
@@ -110,7 +110,7 @@ func (s *Service) refundPayment(ctx context.Context, call *soapenc.Call) (*soape
 // refunds, its refund history what was already returned. The gateway refuses
 // a refund larger than what is left, so the whole amount would fail there.
 func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-	p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 	}
@@ -119,7 +119,7 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restba
 	case restbackend.StateRefunded:
 		return nil, refuse("payment %d is already refunded in full, nothing left to refund", id)
 	case restbackend.StatePartiallyRefunded:
-		hist, err := s.gw.RefundHistory(ctx, m.credentials(), id)
+		hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "refund history", m.GoID, id, err)
 		}
@@ -128,7 +128,7 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restba
 			return nil, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
-	res, err := s.gw.Refund(ctx, m.credentials(), id, left)
+	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
 	if err != nil {
 		return nil, s.gatewayFailed(ctx, "refund", m.GoID, id, err)
 	}
@@ -199,7 +199,7 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	if found {
 		payCurrency = sess.Currency
 	} else {
-		p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 		if err != nil {
 			err = s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 			if r, ok := err.(*refusal); ok {
@@ -212,7 +212,7 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
 		return fail(refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency))
 	}
-	res, err := s.gw.Refund(ctx, m.credentials(), id, *amount)
+	res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
 	if err != nil {
 		err = s.gatewayFailed(ctx, "refund", m.GoID, id, err)
 		if r, ok := err.(*refusal); ok {

@@ -38,36 +38,6 @@ const (
 // TouchReply is what touch answers.
 const TouchReply = "OK"
 
-// minSecureKey is the length of a Triple DES key: the legacy scheme keys the
-// cipher with the first 24 bytes of the secure key.
-const minSecureKey = 24
-
-// Merchant is one e-shop (selling point) the bridge serves.
-type Merchant struct {
-	GoID         int64
-	ClientID     string // REST OAuth2 client id
-	ClientSecret string // REST OAuth2 client secret
-	SecureKey    string // legacy signature key
-	Currency     string // default currency (paymentMethodList); CZK when empty
-	Lang         string // default language (paymentMethodList descriptions); CS when empty
-	// NotificationURL is the e-shop's legacy notification URL (one per
-	// e-shop, not per payment); empty means the e-shop gets none.
-	NotificationURL string
-}
-
-// String never shows the client secret or the secure key.
-func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL)
-}
-
-// GoString is String, so %#v does not leak secrets either.
-func (m Merchant) GoString() string { return m.String() }
-
-func (m Merchant) credentials() restbackend.Credentials {
-	return restbackend.Credentials{ClientID: m.ClientID, ClientSecret: m.ClientSecret}
-}
-
 // Config configures a Service.
 type Config struct {
 	Merchants []Merchant
@@ -123,20 +93,13 @@ func New(cfg Config) (*Service, error) {
 		now:       time.Now,
 	}
 	for i, m := range cfg.Merchants {
-		if err := checkMerchant(m); err != nil {
+		m.Normalize()
+		if err := m.Validate(); err != nil {
 			return nil, fmt.Errorf("operations: merchant #%d: %w", i+1, err)
 		}
 		if _, dup := s.merchants[m.GoID]; dup {
 			return nil, fmt.Errorf("operations: merchant #%d: goid %d configured twice", i+1, m.GoID)
 		}
-		if m.Currency == "" {
-			m.Currency = "CZK"
-		}
-		if m.Lang == "" {
-			m.Lang = "CS"
-		}
-		m.Currency = strings.ToUpper(m.Currency)
-		m.Lang = strings.ToUpper(m.Lang)
 		s.merchants[m.GoID] = m
 	}
 	s.defaultGoID = cfg.DefaultGoID
@@ -180,26 +143,6 @@ func New(cfg Config) (*Service, error) {
 		"paymentMethodList":      s.paymentMethodList,
 	}
 	return s, nil
-}
-
-func checkMerchant(m Merchant) error {
-	switch {
-	case m.GoID <= 0:
-		return fmt.Errorf("goid %d must be a positive number", m.GoID)
-	case m.ClientID == "":
-		return fmt.Errorf("goid %d: REST client id is empty", m.GoID)
-	case m.ClientSecret == "":
-		return fmt.Errorf("goid %d: REST client secret is empty", m.GoID)
-	case len(m.SecureKey) < minSecureKey:
-		return fmt.Errorf("goid %d: secure key has %d bytes, needs at least %d", m.GoID, len(m.SecureKey), minSecureKey)
-	}
-	if m.NotificationURL != "" {
-		u, err := url.Parse(m.NotificationURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("goid %d: notification URL %q is not an absolute http(s) URL", m.GoID, m.NotificationURL)
-		}
-	}
-	return nil
 }
 
 // OperationNames lists the operations served, sorted.

@@ -24,7 +24,7 @@ const (
 )
 
 func testMerchant() Merchant {
-	return Merchant{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret",
+	return Merchant{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
@@ -77,7 +77,7 @@ func TestNewValidates(t *testing.T) {
 		"no merchants":   {func(c *Config) { c.Merchants = nil }, "no merchant"},
 		"zero goid":      {func(c *Config) { c.Merchants[0].GoID = 0 }, "positive"},
 		"short key":      {func(c *Config) { c.Merchants[0].SecureKey = "short-key" }, "at least 24"},
-		"no secret":      {func(c *Config) { c.Merchants[0].ClientSecret = "" }, "client secret is empty"},
+		"no secret":      {func(c *Config) { c.Merchants[0].ClientSecret = "" }, "client secret missing"},
 		"duplicate goid": {func(c *Config) { c.Merchants = append(c.Merchants, c.Merchants[0]) }, "configured twice"},
 		"default goid":   {func(c *Config) { c.DefaultGoID = 42 }, "default goid 42"},
 		"no gateway":     {func(c *Config) { c.Gateway = nil }, "gateway"},

@@ -87,7 +87,7 @@ func (f *Flows) statement(c echo.Context) error {
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's
 	// context: a caller that hangs up stops the download.
-	body, err := f.svc.gw.AccountStatement(c.Request().Context(), m.credentials(), &restbackend.StatementRequest{
+	body, err := f.svc.gw.AccountStatement(c.Request().Context(), m.Credentials(), &restbackend.StatementRequest{
 		DateFrom: from, DateTo: to, GoID: m.GoID, Currency: currency, Format: format.REST,
 	})
 	if err != nil {

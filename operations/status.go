@@ -108,7 +108,7 @@ func (s *Service) statusOp(ctx context.Context, call *soapenc.Call, ret string, 
 // for a recurring child without one). The error is a *refusal (the gateway
 // refused) or a *soapenc.Fault.
 func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Status, error) {
-	p, err := s.gw.PaymentStatus(ctx, m.credentials(), id)
+	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 	}

@@ -30,7 +30,7 @@ func newSandboxEnv(t *testing.T) *sandboxEnv {
 	t.Helper()
 	const goid = 8123456789
 	cr := restbackend.Credentials{ClientID: "sandbox-client", ClientSecret: "sandbox-secret"}
-	gw := sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{GoID: goid, ClientID: cr.ClientID, ClientSecret: cr.ClientSecret}}})
+	gw := sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: goid, ClientID: cr.ClientID, ClientSecret: cr.ClientSecret}}}})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() { srv.Close(); gw.Close() })
 	// The merchant's notification endpoint: answers 200, the status is read by the client.

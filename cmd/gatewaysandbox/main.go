@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 )
 
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	defer func() { _ = log.Sync() }()
 
 	g := sandbox.New(sandbox.Options{
-		Merchants: []sandbox.Merchant{{GoID: goid, ClientID: *clientID, ClientSecret: secret}},
+		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: goid, ClientID: *clientID, ClientSecret: secret}}},
 		BaseURL:   *publicURL,
 		Logger:    log,
 	})

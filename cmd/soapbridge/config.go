@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"gopkg.in/yaml.v3"
 
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/wsdl"
 )
 
@@ -52,39 +54,17 @@ type Config struct {
 	Demo bool `yaml:"-"`
 }
 
-// Merchant is one e-shop: its goid, its REST credentials and its legacy
-// signature key.
-type Merchant struct {
-	GoID            int64  `yaml:"goid"`
-	ClientID        string `yaml:"client_id"`
-	ClientSecret    string `yaml:"client_secret"`
-	SecureKey       string `yaml:"secure_key"`
-	Currency        string `yaml:"currency"`
-	Lang            string `yaml:"lang"`
-	NotificationURL string `yaml:"notification_url"`
-}
-
-// String never shows the secret or the secure key.
-func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s}", m.GoID, m.ClientID, m.Currency, m.Lang)
-}
-
-// GoString is String, so %#v does not show secrets either.
-func (m Merchant) GoString() string { return m.String() }
+// Merchant is one e-shop as configured; the type, its validation and its
+// secret-masking String are the core's.
+type Merchant = operations.Merchant
 
 // The embedded sandbox's demo merchant, used when no merchant is configured.
 var demoMerchant = Merchant{
-	GoID:         8123456789,
-	ClientID:     "sandbox-client",
-	ClientSecret: "sandbox-secret",
-	SecureKey:    "DemoSecureKey-0123456789",
-	Currency:     "CZK",
-	Lang:         "CS",
+	Account:   restbackend.Account{GoID: 8123456789, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
+	SecureKey: "DemoSecureKey-0123456789",
+	Currency:  "CZK",
+	Lang:      "CS",
 }
-
-// minSecureKey: the legacy signature keys Triple DES with the first 24
-// bytes of the secure key.
-const minSecureKey = 24
 
 func defaultConfig() Config {
 	return Config{
@@ -400,38 +380,13 @@ func (c *Config) validate() error {
 		name := fmt.Sprintf("merchant %d", m.GoID)
 		if m.GoID <= 0 {
 			name = fmt.Sprintf("merchant #%d", i+1)
-			bad("%s: goid must be a positive integer (goid / %s)", name, envGoID)
 		} else if seen[m.GoID] {
 			bad("%s: listed twice", name)
 		}
 		seen[m.GoID] = true
-		if m.ClientID == "" {
-			bad("%s: client id missing (client_id / %s)", name, envClientID)
-		}
-		if m.ClientSecret == "" {
-			bad("%s: client secret missing (client_secret / %s)", name, envClientSecret)
-		}
-		if len(m.SecureKey) < minSecureKey {
-			bad("%s: secure key must have at least %d characters (secure_key / %s)", name, minSecureKey, envSecureKey)
-		}
-		if m.Currency == "" {
-			m.Currency = "CZK"
-		}
-		m.Currency = strings.ToUpper(m.Currency)
-		if !letters(m.Currency, 3) {
-			bad("%s: currency %q is not a 3-letter code (currency / %s)", name, m.Currency, envCurrency)
-		}
-		if m.Lang == "" {
-			m.Lang = "CS"
-		}
-		m.Lang = strings.ToUpper(m.Lang)
-		if !letters(m.Lang, 2) {
-			bad("%s: language %q is not a 2-letter code (lang / %s)", name, m.Lang, envLang)
-		}
-		if m.NotificationURL != "" {
-			if err := checkHTTPURL(m.NotificationURL, true); err != nil {
-				bad("%s: notification URL: %v", name, err)
-			}
+		m.Normalize()
+		for _, p := range m.Problems() {
+			bad("%s: %s (%s / %s)", name, p.Msg, p.Field, merchantEnv[p.Field])
 		}
 	}
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {
@@ -453,14 +408,8 @@ func checkHTTPURL(s string, withQuery bool) error {
 	return nil
 }
 
-func letters(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, r := range s {
-		if r < 'A' || r > 'Z' {
-			return false
-		}
-	}
-	return true
+// merchantEnv names the variable of each merchant setting, for messages.
+var merchantEnv = map[string]string{
+	"goid": envGoID, "client_id": envClientID, "client_secret": envClientSecret, "secure_key": envSecureKey,
+	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL,
 }

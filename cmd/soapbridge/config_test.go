@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 	assert.Equal(t, "https://testgw.gopay.cz/axis/EPaymentServiceV2", cfg.ServiceNamespace)
 	assert.Empty(t, cfg.GatewayURL)
 	assert.True(t, cfg.Demo)
-	assert.Equal(t, []Merchant{{GoID: 8123456789, ClientID: "sandbox-client", ClientSecret: "sandbox-secret",
+	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8123456789, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
 		SecureKey: "DemoSecureKey-0123456789", Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
 }
 
@@ -55,7 +56,7 @@ func TestConfigDemoMerchantFromEnv(t *testing.T) {
 	}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.True(t, cfg.Demo)
-	assert.Equal(t, []Merchant{{GoID: 8000000001, ClientID: "sandbox-client", ClientSecret: "sandbox-secret",
+	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
 		SecureKey: cfgKey, Currency: "EUR", Lang: "EN", NotificationURL: "https://shop.example/notify.php?x=1"}}, cfg.Merchants)
 }
 
@@ -120,8 +121,8 @@ merchants:
 	assert.Equal(t, "https://bridge.example", cfg.PublicURL)
 	assert.Equal(t, int64(8000000002), cfg.DefaultGoID)
 	assert.Equal(t, []Merchant{
-		{GoID: 8000000001, ClientID: "one", ClientSecret: cfgSecret + "-1", SecureKey: cfgKey + "-1", Currency: "CZK", Lang: "CS"},
-		{GoID: 8000000002, ClientID: "two", ClientSecret: cfgSecret + "-2", SecureKey: cfgKey + "-2", Currency: "EUR", Lang: "SK",
+		{Account: restbackend.Account{GoID: 8000000001, ClientID: "one", ClientSecret: cfgSecret + "-1"}, SecureKey: cfgKey + "-1", Currency: "CZK", Lang: "CS"},
+		{Account: restbackend.Account{GoID: 8000000002, ClientID: "two", ClientSecret: cfgSecret + "-2"}, SecureKey: cfgKey + "-2", Currency: "EUR", Lang: "SK",
 			NotificationURL: "https://shop2.example/notify"},
 	}, cfg.Merchants)
 
@@ -132,7 +133,7 @@ merchants:
 	}), &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Len(t, cfg.Merchants, 3)
-	assert.Equal(t, Merchant{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}, cfg.Merchants[2])
+	assert.Equal(t, Merchant{Account: restbackend.Account{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}, cfg.Merchants[2])
 }
 
 func TestConfigSingleMerchantByEnv(t *testing.T) {
@@ -143,7 +144,7 @@ func TestConfigSingleMerchantByEnv(t *testing.T) {
 	}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.False(t, cfg.Demo)
-	assert.Equal(t, []Merchant{{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
+	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -250,7 +251,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestMerchantStringHidesSecrets(t *testing.T) {
-	m := Merchant{GoID: 1, ClientID: "cid", ClientSecret: cfgSecret, SecureKey: cfgKey}
+	m := Merchant{Account: restbackend.Account{GoID: 1, ClientID: "cid", ClientSecret: cfgSecret}, SecureKey: cfgKey}
 	for _, s := range []string{fmt.Sprint(m), fmt.Sprintf("%+v", m), fmt.Sprintf("%#v", m), fmt.Sprintf("%v", []Merchant{m})} {
 		assert.NotContains(t, s, cfgSecret)
 		assert.NotContains(t, s, cfgKey)

@@ -112,17 +112,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if publicURL == "" {
 		publicURL = "http://" + dialAddr(ln.Addr())
 	}
-	merchants := make([]operations.Merchant, len(cfg.Merchants))
 	goids := make([]int64, len(cfg.Merchants))
 	for i, m := range cfg.Merchants {
-		merchants[i] = operations.Merchant{
-			GoID: m.GoID, ClientID: m.ClientID, ClientSecret: m.ClientSecret, SecureKey: m.SecureKey,
-			Currency: m.Currency, Lang: m.Lang, NotificationURL: m.NotificationURL,
-		}
 		goids[i] = m.GoID
 	}
 	svc, err := operations.New(operations.Config{
-		Merchants:   merchants,
+		Merchants:   cfg.Merchants,
 		DefaultGoID: cfg.DefaultGoID,
 		Gateway: restbackend.New(restbackend.Config{
 			BaseURL:   gatewayURL,
@@ -198,7 +193,7 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	}
 	ms := make([]sandbox.Merchant, len(cfg.Merchants))
 	for i, m := range cfg.Merchants {
-		ms[i] = sandbox.Merchant{GoID: m.GoID, ClientID: m.ClientID, ClientSecret: m.ClientSecret}
+		ms[i] = sandbox.Merchant{Account: m.Account}
 	}
 	slog := log.Named("sandbox")
 	gw := sandbox.New(sandbox.Options{Merchants: ms, BaseURL: cfg.SandboxPublicURL, Logger: slog})

@@ -14,7 +14,7 @@ import (
 // BenchmarkCreateAndStatus measures one create plus one status call served
 // in-process (no sockets): the sandbox's own cost per payment.
 func BenchmarkCreateAndStatus(b *testing.B) {
-	g := New(Options{Merchants: []Merchant{{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}, Clock: NewManualClock(t0)})
+	g := New(Options{Merchants: []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}, Clock: NewManualClock(t0)})
 	defer g.Close()
 	req := httptest.NewRequest(http.MethodPost, "/api/oauth2/token", strings.NewReader("grant_type=client_credentials&scope=payment-all"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -53,7 +53,7 @@ func BenchmarkCreateAndStatus(b *testing.B) {
 // (the real-time clock runs one per second).
 func BenchmarkRunDue(b *testing.B) {
 	clock := NewManualClock(t0)
-	g := New(Options{Merchants: []Merchant{{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}, Clock: clock})
+	g := New(Options{Merchants: []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}, Clock: clock})
 	defer g.Close()
 	g.mu.Lock()
 	for i := range 10000 {

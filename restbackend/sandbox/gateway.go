@@ -21,9 +21,7 @@ import (
 
 // Merchant is one selling point the sandbox knows, with its OAuth2 client.
 type Merchant struct {
-	GoID         int64
-	ClientID     string
-	ClientSecret string
+	restbackend.Account
 	// Scopes the client may request; payment-create and payment-all when empty.
 	Scopes []string
 }
@@ -122,6 +120,10 @@ func New(opts Options) *Gateway {
 	g.opts.BaseURL = strings.TrimRight(g.opts.BaseURL, "/")
 	for i := range opts.Merchants {
 		m := opts.Merchants[i]
+		if err := m.Validate(); err != nil {
+			g.log.Error("sandbox: merchant not registered", zap.Int64("goid", m.GoID), zap.Error(err))
+			continue
+		}
 		if len(m.Scopes) == 0 {
 			m.Scopes = []string{restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll}
 		}

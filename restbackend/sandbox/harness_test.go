@@ -42,9 +42,9 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	clock := NewManualClock(t0)
 	opts := Options{
 		Merchants: []Merchant{
-			{GoID: testGoID, ClientID: testID, ClientSecret: testSecret},
-			{GoID: otherGoID, ClientID: "other-client", ClientSecret: "other-secret"},
-			{GoID: 8000000001, ClientID: "create-only", ClientSecret: "create-secret", Scopes: []string{restbackend.ScopePaymentCreate}},
+			{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}},
+			{Account: restbackend.Account{GoID: otherGoID, ClientID: "other-client", ClientSecret: "other-secret"}},
+			{Account: restbackend.Account{GoID: 8000000001, ClientID: "create-only", ClientSecret: "create-secret"}, Scopes: []string{restbackend.ScopePaymentCreate}},
 		},
 		Clock:         clock,
 		NotifyBackoff: func(int) time.Duration { return 5 * time.Millisecond },

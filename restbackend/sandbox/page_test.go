@@ -222,7 +222,7 @@ func TestHelperEndpoints(t *testing.T) {
 }
 
 func TestRealClockCanBeAdvanced(t *testing.T) {
-	g := New(Options{Merchants: []Merchant{{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}})
+	g := New(Options{Merchants: []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}})
 	defer g.Close()
 	before := g.clock.Now()
 	g.clock.(advancer).Advance(48 * time.Hour)

@@ -1,0 +1,106 @@
+package operations
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+)
+
+// minSecureKey is the length of a Triple DES key: the legacy scheme keys the
+// cipher with the first 24 bytes of the secure key.
+const minSecureKey = 24
+
+// Merchant is one e-shop (selling point) the bridge serves: its gateway
+// account and its legacy settings. The yaml tags are the configuration
+// file's keys.
+type Merchant struct {
+	restbackend.Account `yaml:",inline"`
+	SecureKey           string `yaml:"secure_key"` // legacy signature key
+	Currency            string `yaml:"currency"`   // default currency (paymentMethodList); CZK when empty
+	Lang                string `yaml:"lang"`       // default language (paymentMethodList descriptions); CS when empty
+	// NotificationURL is the e-shop's legacy notification URL (one per
+	// e-shop, not per payment); empty means the e-shop gets none.
+	NotificationURL string `yaml:"notification_url"`
+}
+
+// String never shows the client secret or the secure key.
+func (m Merchant) String() string {
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s}",
+		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL)
+}
+
+// GoString is String, so %#v does not leak secrets either.
+func (m Merchant) GoString() string { return m.String() }
+
+// Normalize fills the default currency and language and upper-cases them.
+func (m *Merchant) Normalize() {
+	if m.Currency == "" {
+		m.Currency = "CZK"
+	}
+	if m.Lang == "" {
+		m.Lang = "CS"
+	}
+	m.Currency = strings.ToUpper(m.Currency)
+	m.Lang = strings.ToUpper(m.Lang)
+}
+
+// Problems lists what is wrong with a normalized m, in field order; the
+// messages never quote a secret.
+func (m Merchant) Problems() []restbackend.Problem {
+	ps := m.Account.Problems()
+	if len(m.SecureKey) < minSecureKey {
+		ps = append(ps, restbackend.Problem{Field: "secure_key", Msg: fmt.Sprintf("secure key must have at least %d characters", minSecureKey)})
+	}
+	if !letters(m.Currency, 3) {
+		ps = append(ps, restbackend.Problem{Field: "currency", Msg: fmt.Sprintf("currency %q is not a 3-letter code", m.Currency)})
+	}
+	if !letters(m.Lang, 2) {
+		ps = append(ps, restbackend.Problem{Field: "lang", Msg: fmt.Sprintf("language %q is not a 2-letter code", m.Lang)})
+	}
+	if m.NotificationURL != "" {
+		if msg := checkNotificationURL(m.NotificationURL); msg != "" {
+			ps = append(ps, restbackend.Problem{Field: "notification_url", Msg: "notification URL: " + msg})
+		}
+	}
+	return ps
+}
+
+// Validate returns the first problem of m (see Problems), naming its goid.
+func (m Merchant) Validate() error {
+	ps := m.Problems()
+	if len(ps) == 0 {
+		return nil
+	}
+	if m.GoID > 0 {
+		return fmt.Errorf("goid %d: %w", m.GoID, ps[0])
+	}
+	return ps[0]
+}
+
+// checkNotificationURL accepts an absolute http(s) URL, with a query but
+// without user info or fragment. The message never quotes the URL (it may
+// carry credentials).
+func checkNotificationURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "not an absolute http(s) URL"
+	}
+	if u.Fragment != "" || u.User != nil {
+		return "must not carry user info or a fragment"
+	}
+	return ""
+}
+
+func letters(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
+}
