@@ -11,77 +11,31 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// paymentCommand is an EPaymentCommand as sent.
-type paymentCommand struct {
-	GoID                  *int64
-	Currency              string
-	Customer              *restbackend.Contact
-	DefaultPaymentChannel string
-	Signature             string
-	FailedURL             string
-	Lang                  string
-	OrderNumber           string
-	P                     [4]string
-	PaymentChannels       string
-	PreAuthorization      *bool
-	ProductName           string
-	RecurrenceCycle       string
-	RecurrenceDateTo      string
-	RecurrencePeriod      *int64
-	RecurrentPayment      *bool
-	SuccessURL            string
-	TotalPrice            *int64
+// contact is the e-shop's customer of c, trimmed; nil when it gave none.
+func (c *PaymentCommand) contact() *restbackend.Contact {
+	cd := c.CustomerData
+	if cd == nil {
+		return nil
+	}
+	t := strings.TrimSpace
+	ct := restbackend.Contact{
+		FirstName: t(cd.FirstName), LastName: t(cd.LastName), Email: t(cd.Email),
+		PhoneNumber: t(cd.PhoneNumber), City: t(cd.City), Street: t(cd.Street),
+		PostalCode: t(cd.PostalCode), CountryCode: t(cd.CountryCode),
+	}
+	if ct == (restbackend.Contact{}) {
+		return nil
+	}
+	return &ct
 }
 
-func readPaymentCommand(call *soapenc.Call) (*paymentCommand, *refusal) {
-	f := readPart(call, "paymentCommand")
-	if f.err != nil {
-		return &paymentCommand{}, f.err
-	}
-	c := &paymentCommand{
-		GoID:                  f.long("targetGoId"),
-		Currency:              f.str("currency"),
-		DefaultPaymentChannel: f.str("defaultPaymentChannel"),
-		Signature:             f.str("encryptedSignature"),
-		FailedURL:             f.str("failedURL"),
-		Lang:                  f.str("lang"),
-		OrderNumber:           f.str("orderNumber"),
-		PaymentChannels:       f.str("paymentChannels"),
-		PreAuthorization:      f.boolean("preAuthorization"),
-		ProductName:           f.str("productName"),
-		RecurrenceCycle:       f.str("recurrenceCycle"),
-		RecurrenceDateTo:      f.str("recurrenceDateTo"),
-		RecurrencePeriod:      f.long("recurrencePeriod"),
-		RecurrentPayment:      f.boolean("recurrentPayment"),
-		SuccessURL:            f.str("successURL"),
-		TotalPrice:            f.long("totalPrice"),
-	}
-	for i := range c.P {
-		c.P[i] = f.str("p" + strconv.Itoa(i+1))
-	}
-	f.long("partnerGoId") // read only to reject a malformed one; not mapped
-	if cd := f.v.Field("customerData"); !cd.IsAbsent() {
-		s := func(n string) string { v, _ := cd.Field(n).String(); return strings.TrimSpace(v) }
-		ct := restbackend.Contact{
-			FirstName: s("firstName"), LastName: s("lastName"), Email: s("email"),
-			PhoneNumber: s("phoneNumber"), City: s("city"), Street: s("street"),
-			PostalCode: s("postalCode"), CountryCode: s("countryCode"),
-		}
-		if ct != (restbackend.Contact{}) {
-			c.Customer = &ct
-		}
-	}
-	return c, f.err
-}
-
-// signatureFields are the paymentCommand signature fields as sent.
-func (c *paymentCommand) signatureFields() []string {
+// SignatureFields are the paymentCommand signature fields as sent.
+func (c *PaymentCommand) SignatureFields() []string {
 	return PaymentCommandFields{
-		TargetGoID:       FormatOptInt(c.GoID),
+		TargetGoID:       FormatOptInt(c.TargetGoID),
 		ProductName:      c.ProductName,
 		TotalPrice:       FormatOptInt(c.TotalPrice),
 		Currency:         c.Currency,
@@ -99,7 +53,7 @@ func (c *paymentCommand) signatureFields() []string {
 
 // paymentRequest maps a verified command onto the REST create request; the
 // callbacks point at the bridge, which relays them to the e-shop.
-func (s *Service) paymentRequest(c *paymentCommand, goid int64) (*restbackend.PaymentRequest, *refusal) {
+func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.PaymentRequest, *refusal) {
 	switch {
 	case c.TotalPrice == nil || *c.TotalPrice <= 0:
 		return nil, refuse("paymentCommand.totalPrice must be a positive amount in minor units")
@@ -119,7 +73,7 @@ func (s *Service) paymentRequest(c *paymentCommand, goid int64) (*restbackend.Pa
 	if err != nil {
 		return nil, &refusal{desc: err.Error()}
 	}
-	payer.Contact = c.Customer
+	payer.Contact = c.contact()
 	if payer.AllowedPaymentInstruments == nil && payer.DefaultPaymentInstrument == "" && payer.Contact == nil {
 		payer = nil
 	}
@@ -136,7 +90,7 @@ func (s *Service) paymentRequest(c *paymentCommand, goid int64) (*restbackend.Pa
 		Callback:         s.callbacks(goid),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
-	for i, p := range c.P {
+	for i, p := range []string{c.P1, c.P2, c.P3, c.P4} {
 		if p != "" {
 			req.AdditionalParams = append(req.AdditionalParams, restbackend.AdditionalParam{Name: "p" + strconv.Itoa(i+1), Value: p})
 		}
@@ -151,7 +105,7 @@ func (s *Service) paymentRequest(c *paymentCommand, goid int64) (*restbackend.Pa
 	return req, nil
 }
 
-func recurrence(c *paymentCommand) (*restbackend.Recurrence, *refusal) {
+func recurrence(c *PaymentCommand) (*restbackend.Recurrence, *refusal) {
 	rec := &restbackend.Recurrence{RecurrenceCycle: strings.ToUpper(Trim(c.RecurrenceCycle))}
 	switch rec.RecurrenceCycle {
 	case restbackend.CycleDay, restbackend.CycleWeek, restbackend.CycleMonth, restbackend.CycleOnDemand:
@@ -191,23 +145,32 @@ func (s *Service) callbacks(goid int64) *restbackend.Callback {
 	}
 }
 
-func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	const ret = "createPaymentReturn"
-	c, r := readPaymentCommand(call)
-	ref := sessionRef{GoID: c.GoID}
-	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(ctx, call, ref, r)
-		st := s.failedStatus(ref, r.desc)
-		return st.Value(ret, false), nil
+// CreatePayment serves createPayment.
+func (s *Service) CreatePayment(ctx context.Context, c *PaymentCommand) (*PaymentStatus, error) {
+	st, _, err := s.createPayment(ctx, c)
+	return st, err
+}
+
+// createPayment creates the payment of c; gwURL is the gateway page of the
+// created payment ("" on refusal).
+func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *PaymentStatus, gwURL string, err error) {
+	const op = "createPayment"
+	if c == nil {
+		c = &PaymentCommand{Invalid: "missing paymentCommand"}
 	}
-	if r != nil {
+	ref := sessionRef{GoID: c.TargetGoID}
+	fail := func(r *refusal) (*PaymentStatus, string, error) {
+		s.refused(ctx, op, ref, r)
+		return s.failedStatus(ref, r.desc), "", nil
+	}
+	if c.Invalid != "" {
 		s.merchantOf(&ref)
-		return fail(r)
+		return fail(&refusal{desc: c.Invalid})
 	}
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	if !Verify(ref.M.SecureKey, c.Signature, c.signatureFields()...) {
+	if !Verify(ref.M.SecureKey, c.EncryptedSignature, c.SignatureFields()...) {
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M
@@ -221,7 +184,7 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 		if errors.As(err, &r) {
 			return fail(r)
 		}
-		return nil, err
+		return nil, "", err
 	}
 	// The session must be durable before the e-shop learns the payment:
 	// status replies and the return redirect depend on it. If it cannot be
@@ -234,57 +197,39 @@ func (s *Service) createPayment(ctx context.Context, call *soapenc.Call) (*soape
 	if err := s.store.SaveSession(ctx, sess); err != nil {
 		s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
 			zap.Int64("payment", p.ID), zap.Error(err))
-		return nil, serverFault("session store unavailable")
+		return nil, "", serverError("session store unavailable")
 	}
 	s.logFor(ctx).Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
-	st := statusFromPayment(p, m, &c.ProductName)
-	if err := st.Sign(m.SecureKey); err != nil {
-		return nil, err
+	st = statusFromPayment(p, m, &c.ProductName)
+	if err := st.sign(m.SecureKey); err != nil {
+		return nil, "", err
 	}
-	return st.Value(ret, false), nil
+	return st, p.GwURL, nil
 }
 
-// recurrenceRequest is an ERecurrenceRequest as sent.
-type recurrenceRequest struct {
-	Signature   string
-	OrderNumber string
-	ParentID    *int64
-	GoID        *int64
-	TotalPrice  *int64
-}
-
-func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	const ret = "createRecurrentPaymentReturn"
+// CreateRecurrentPayment serves createRecurrentPayment.
+func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequest) (*PaymentStatus, error) {
+	const op = "createRecurrentPayment"
 	var ref sessionRef
-	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(ctx, call, ref, r)
-		st := s.failedStatus(ref, r.desc)
-		return st.Value(ret, false), nil
+	fail := func(r *refusal) (*PaymentStatus, error) {
+		s.refused(ctx, op, ref, r)
+		return s.failedStatus(ref, r.desc), nil
 	}
-	f := readPart(call, "recurrenceRequest")
-	if f.err != nil {
-		return fail(f.err)
+	if rr == nil {
+		rr = &RecurrenceRequest{Invalid: "missing recurrenceRequest"}
 	}
-	rr := recurrenceRequest{
-		Signature:   f.str("encryptedSignature"),
-		OrderNumber: f.str("orderNumber"),
-		ParentID:    f.long("parentPaymentSessionId"),
-		GoID:        f.long("targetGoId"),
-		TotalPrice:  f.long("totalPrice"),
-	}
-	ref.GoID = rr.GoID
-	if f.err != nil {
+	ref.GoID = rr.TargetGoID
+	if rr.Invalid != "" {
 		s.merchantOf(&ref)
-		return fail(f.err)
+		return fail(&refusal{desc: rr.Invalid})
 	}
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	f.need("parentPaymentSessionId", rr.ParentID != nil)
-	if f.err != nil {
-		return fail(f.err)
+	if rr.ParentPaymentSessionID == nil {
+		return fail(refuse("missing recurrenceRequest.parentPaymentSessionId"))
 	}
-	if !Verify(ref.M.SecureKey, rr.Signature, RecurrenceRequestFields(FormatOptInt(rr.ParentID), FormatOptInt(rr.GoID),
+	if !Verify(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(FormatOptInt(rr.ParentPaymentSessionID), FormatOptInt(rr.TargetGoID),
 		rr.OrderNumber, FormatOptInt(rr.TotalPrice))...) {
 		return fail(badSignature("recurrenceRequest"))
 	}
@@ -294,7 +239,7 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	case Trim(rr.OrderNumber) == "":
 		return fail(refuse("missing recurrenceRequest.orderNumber"))
 	}
-	m, parentID := ref.M, *rr.ParentID
+	m, parentID := ref.M, *rr.ParentPaymentSessionID
 
 	// The child inherits currency and productName from the parent: from the
 	// bridge's session, else (a parent not created here) the currency from
@@ -307,7 +252,8 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
 		if err != nil {
 			err = s.gatewayFailed(ctx, "payment status", m.GoID, parentID, err)
-			if r, ok := err.(*refusal); ok {
+			var r *refusal
+			if errors.As(err, &r) {
 				return fail(r)
 			}
 			return nil, err
@@ -328,7 +274,8 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 	child, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
 	if err != nil {
 		err = s.gatewayFailed(ctx, "create recurrence", m.GoID, parentID, err)
-		if r, ok := err.(*refusal); ok {
+		var r *refusal
+		if errors.As(err, &r) {
 			return fail(r)
 		}
 		return nil, err
@@ -354,26 +301,19 @@ func (s *Service) createRecurrentPayment(ctx context.Context, call *soapenc.Call
 		product = &parent.ProductName
 	}
 	st := statusFromPayment(child, m, product)
-	if err := st.Sign(m.SecureKey); err != nil {
+	if err := st.sign(m.SecureKey); err != nil {
 		return nil, err
 	}
-	return st.Value(ret, false), nil
+	return st, nil
 }
 
-// createBuyer cannot be served: the REST interface has no buyer accounts.
+// CreateBuyer cannot be served: the REST interface has no buyer accounts.
 // No signature scheme is published for its reply, so none is sent.
-func (s *Service) createBuyer(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	f := readPart(call, "buyerCreate")
-	email := f.optStr("buyerEmail")
-	goid := f.long("eshopGoId")
+func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
+	if in == nil {
+		in = &BuyerCreate{}
+	}
 	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
 	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
-	return soapenc.NewStruct("createBuyerReturn", typeBuyerResult,
-		soapenc.NewString("buyerEmail", email),
-		soapenc.NewLong("buyerGoId", nil),
-		soapenc.NewString("encryptedSignature", nil),
-		soapenc.NewLong("eshopGoId", goid),
-		soapenc.NewString("result", ptr(Failed)),
-		soapenc.NewString("resultDescription", &desc),
-	), nil
+	return &BuyerCreateResult{BuyerEmail: in.BuyerEmail, EshopGoID: in.EshopGoID, Result: Failed, ResultDescription: &desc}, nil
 }

@@ -3,17 +3,12 @@ package operations
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
-	"github.com/legacybridge/soapbridge/store"
 )
 
 func TestAllowedMethods(t *testing.T) {
@@ -87,13 +82,13 @@ func TestStatusFromPayment(t *testing.T) {
 	assert.Equal(t, "101", *st.SessionSubState)
 	assert.Contains(t, *st.SessionSubStateDesc, "online")
 	assert.Equal(t, "sk_vubbank", *st.PaymentChannel)
-	assert.Nil(t, st.P[0])
-	assert.Equal(t, "two", *st.P[1])
-	assert.Equal(t, int64(3000000001), *st.ParentID)
+	assert.Nil(t, st.P1)
+	assert.Equal(t, "two", *st.P2)
+	assert.Equal(t, int64(3000000001), *st.ParentPaymentSessionID)
 	assert.True(t, *st.PreAuthorization)
 	assert.True(t, *st.RecurrentPayment)
 	assert.Nil(t, st.ProductName, "no session: productName absent")
-	assert.Equal(t, int64(testGoID), *st.GoID)
+	assert.Equal(t, int64(testGoID), *st.TargetGoID)
 	assert.Equal(t, "payment declined", subStateDesc("5099"))
 	assert.Equal(t, "", subStateDesc("42"))
 }
@@ -112,123 +107,30 @@ func TestGatewayErrorClassification(t *testing.T) {
 		&restbackend.MalformedError{Op: "status", Status: 200, Err: errors.New("bad json")},
 		context.Canceled,
 	} {
-		var f *soapenc.Fault
+		var f *ServerError
 		require.ErrorAs(t, gatewayError(err), &f, "%v", err)
-		assert.Equal(t, "Server", f.Code)
-		assert.Equal(t, "payment gateway unavailable", f.String)
+		assert.Equal(t, "payment gateway unavailable", f.Msg)
 	}
-}
-
-// failStore fails every session write.
-type failStore struct{ store.Store }
-
-func (failStore) SaveSession(ctx context.Context, s store.Session) error {
-	return errors.New("disk full")
-}
-
-// A payment created while the session cannot be recorded is answered with
-// a Server fault: it stays unpaid and nobody is sent to pay it.
-func TestCreatePaymentStoreFailure(t *testing.T) {
-	h := newHarness(t)
-	h.svc.store = failStore{h.st}
-	call := decodeFile(t, filepath.Join(goldenDir, "createPayment", "request.xml"))
-	_, err := h.svc.Invoke(context.Background(), call)
-	var f *soapenc.Fault
-	require.ErrorAs(t, err, &f)
-	assert.Equal(t, "Server", f.Code)
-	assert.Equal(t, "session store unavailable", f.String)
-	assert.Contains(t, h.rec.String(), "POST /api/payments/payment\n")
-}
-
-// A recurring child may already be charged: a failed session write still
-// answers success, and its status inherits productName from the parent.
-func TestCreateRecurrentPaymentStoreFailure(t *testing.T) {
-	h := newHarness(t)
-	recurringPaid(h)
-	h.svc.store = failStore{h.st}
-	call := decodeFile(t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml"))
-	resp, err := h.svc.Invoke(context.Background(), call)
-	require.NoError(t, err)
-	assert.Equal(t, CallCompleted, resp.Return.Field("result").Text)
-	child, _, _ := resp.Return.Field("paymentSessionId").Int64()
-
-	_, err = h.st.Session(context.Background(), child)
-	require.ErrorIs(t, err, store.ErrNotFound)
-	st, err := h.svc.statusFor(context.Background(), h.svc.merchants[testGoID], child)
-	require.NoError(t, err)
-	assert.Equal(t, "Objednávka č. 42 – žluťoučký kůň", *st.ProductName)
-	assert.Equal(t, int64(3000000001), *st.ParentID)
-}
-
-func TestPaymentMethodListCached(t *testing.T) {
-	h := newHarness(t)
-	now := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	h.svc.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	call := &soapenc.Call{Operation: soapenc.QName{Space: NSInput, Local: "paymentMethodList"}}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := h.svc.Invoke(context.Background(), call)
-			assert.NoError(t, err)
-			assert.NotEmpty(t, resp.Return.Fields)
-		}()
-	}
-	wg.Wait()
-	gets := func() int {
-		h.rec.mu.Lock()
-		defer h.rec.mu.Unlock()
-		n := 0
-		for _, c := range h.rec.calls {
-			if len(c) > 4 && c[:4] == "GET " {
-				n++
-			}
-		}
-		return n
-	}
-	assert.Equal(t, 1, gets(), "concurrent callers share one load")
-	mu.Lock()
-	now = now.Add(methodTTL + time.Second)
-	mu.Unlock()
-	_, err := h.svc.Invoke(context.Background(), call)
-	require.NoError(t, err)
-	assert.Equal(t, 2, gets(), "reloaded after the TTL")
-}
-
-// A failed load is not cached.
-func TestPaymentMethodListGatewayDown(t *testing.T) {
-	h := newHarness(t)
-	h.rec.down = true
-	call := &soapenc.Call{Operation: soapenc.QName{Space: NSInput, Local: "paymentMethodList"}}
-	_, err := h.svc.Invoke(context.Background(), call)
-	var f *soapenc.Fault
-	require.ErrorAs(t, err, &f)
-	assert.Equal(t, "Server", f.Code)
-	h.rec.down = false
-	_, err = h.svc.Invoke(context.Background(), call)
-	require.NoError(t, err)
 }
 
 func TestCreatePaymentValidation(t *testing.T) {
 	s, err := New(unitConfig())
 	require.NoError(t, err)
-	base := func() *paymentCommand {
-		return &paymentCommand{TotalPrice: ptr(int64(100)), Currency: "CZK", OrderNumber: "1", ProductName: "x",
+	base := func() *PaymentCommand {
+		return &PaymentCommand{TotalPrice: ptr(int64(100)), Currency: "CZK", OrderNumber: "1", ProductName: "x",
 			SuccessURL: "https://e/s", FailedURL: "https://e/f"}
 	}
 	cases := map[string]struct {
-		edit func(*paymentCommand)
+		edit func(*PaymentCommand)
 		want string
 	}{
-		"price":      {func(c *paymentCommand) { c.TotalPrice = ptr(int64(0)) }, "totalPrice must be a positive"},
-		"currency":   {func(c *paymentCommand) { c.Currency = " " }, "missing paymentCommand.currency"},
-		"successURL": {func(c *paymentCommand) { c.SuccessURL = "/s" }, "successURL must be an absolute"},
-		"no cycle":   {func(c *paymentCommand) { c.RecurrentPayment = ptr(true) }, "recurrenceCycle is missing"},
-		"bad cycle":  {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "YEAR" }, "DAY, WEEK, MONTH or ON_DEMAND"},
-		"no period":  {func(c *paymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "MONTH" }, "recurrencePeriod is required"},
-		"bad date to": {func(c *paymentCommand) {
+		"price":      {func(c *PaymentCommand) { c.TotalPrice = ptr(int64(0)) }, "totalPrice must be a positive"},
+		"currency":   {func(c *PaymentCommand) { c.Currency = " " }, "missing paymentCommand.currency"},
+		"successURL": {func(c *PaymentCommand) { c.SuccessURL = "/s" }, "successURL must be an absolute"},
+		"no cycle":   {func(c *PaymentCommand) { c.RecurrentPayment = ptr(true) }, "recurrenceCycle is missing"},
+		"bad cycle":  {func(c *PaymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "YEAR" }, "DAY, WEEK, MONTH or ON_DEMAND"},
+		"no period":  {func(c *PaymentCommand) { c.RecurrentPayment = ptr(true); c.RecurrenceCycle = "MONTH" }, "recurrencePeriod is required"},
+		"bad date to": {func(c *PaymentCommand) {
 			c.RecurrentPayment = ptr(true)
 			c.RecurrenceCycle = "ON_DEMAND"
 			c.RecurrenceDateTo = "31.12.2027"

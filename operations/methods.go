@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"errors"
+
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
 )
 
 // methodTTL is how long the paymentMethodList reply is reused: the enabled
@@ -21,32 +22,21 @@ const methodTTL = 5 * time.Minute
 type methodCache struct {
 	mu      sync.Mutex
 	until   time.Time
-	methods []method
+	methods []PaymentMethod
 	loading chan struct{}
 	err     error
 }
 
-// method is one EPaymentMethod.
-type method struct {
-	Code, Description, Logo, PaymentMethod, Currency string
-	Offline, Preauthorization, Recurrent             bool
-}
-
-func (s *Service) paymentMethodList(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	ms, err := s.methodList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]*soapenc.Value, len(ms))
-	for i, m := range ms {
-		items[i] = m.value("item")
-	}
-	return soapenc.NewArray("paymentMethodListReturn", soapenc.QName{Space: s.ns, Local: arrayOfMethods}, typeMethod, items...), nil
+// PaymentMethodList serves paymentMethodList: the methods of the default
+// merchant. A refusal of the gateway cannot be told in a bare array: every
+// failure is a ServerError.
+func (s *Service) PaymentMethodList(ctx context.Context) ([]PaymentMethod, error) {
+	return s.methodList(ctx)
 }
 
 // methodList returns the cached list or loads it. A refusal of the gateway
 // cannot be told in a bare array: every failure is a Server fault here.
-func (s *Service) methodList(ctx context.Context) ([]method, error) {
+func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 	c := &s.methods
 	for {
 		c.mu.Lock()
@@ -67,7 +57,7 @@ func (s *Service) methodList(ctx context.Context) ([]method, error) {
 				}
 				continue
 			case <-ctx.Done():
-				return nil, serverFault("payment gateway unavailable")
+				return nil, serverError("payment gateway unavailable")
 			}
 		}
 		done := make(chan struct{})
@@ -86,14 +76,15 @@ func (s *Service) methodList(ctx context.Context) ([]method, error) {
 	}
 }
 
-func (s *Service) loadMethods(ctx context.Context) ([]method, error) {
+func (s *Service) loadMethods(ctx context.Context) ([]PaymentMethod, error) {
 	m := s.merchants[s.defaultGoID]
 	list, err := s.gw.PaymentInstruments(ctx, m.Credentials(), m.GoID, m.Currency)
 	if err != nil {
-		if r, ok := s.gatewayFailed(ctx, "payment instruments", m.GoID, 0, err).(*refusal); ok {
-			return nil, serverFault("payment method list unavailable: " + r.desc)
+		var r *refusal
+		if errors.As(s.gatewayFailed(ctx, "payment instruments", m.GoID, 0, err), &r) {
+			return nil, serverError("payment method list unavailable: " + r.desc)
 		}
-		return nil, serverFault("payment gateway unavailable")
+		return nil, serverError("payment gateway unavailable")
 	}
 	return methodsOf(list, m.Currency, m.Lang), nil
 }
@@ -103,8 +94,8 @@ func (s *Service) loadMethods(ctx context.Context) ([]method, error) {
 // button code plus eu_bank (offline transfer from any bank); other
 // instruments with a legacy code map one to one; the rest has no legacy
 // code and is left out.
-func methodsOf(list *restbackend.InstrumentList, currency, lang string) []method {
-	out := []method{}
+func methodsOf(list *restbackend.InstrumentList, currency, lang string) []PaymentMethod {
+	out := []PaymentMethod{}
 	for _, in := range list.EnabledPaymentInstruments {
 		label := pickLabel(in.Label, lang)
 		switch in.PaymentInstrument {
@@ -114,20 +105,20 @@ func methodsOf(list *restbackend.InstrumentList, currency, lang string) []method
 				if code == codeBankTransfer {
 					continue // a bank without a legacy button
 				}
-				out = append(out, method{Code: code, Description: pickLabel(sw.Label, lang), Logo: sw.Image.Normal,
-					PaymentMethod: in.PaymentInstrument, Currency: currency, Offline: !sw.IsOnline})
+				out = append(out, PaymentMethod{Code: code, Description: pickLabel(sw.Label, lang), Logo: sw.Image.Normal,
+					PaymentMethod: in.PaymentInstrument, SupportedCurrency: currency, Offline: !sw.IsOnline})
 			}
-			out = append(out, method{Code: codeBankTransfer, Description: label, Logo: in.Image.Normal,
-				PaymentMethod: in.PaymentInstrument, Currency: currency, Offline: true})
+			out = append(out, PaymentMethod{Code: codeBankTransfer, Description: label, Logo: in.Image.Normal,
+				PaymentMethod: in.PaymentInstrument, SupportedCurrency: currency, Offline: true})
 		default:
 			code, ok := legacyCode(in.PaymentInstrument, "")
 			if !ok {
 				continue
 			}
 			card := in.PaymentInstrument == restbackend.InstrumentPaymentCard
-			out = append(out, method{Code: code, Description: label, Logo: in.Image.Normal,
-				PaymentMethod: in.PaymentInstrument, Currency: currency,
-				Offline: in.PaymentInstrument == "SUPERCASH", Preauthorization: card, Recurrent: card})
+			out = append(out, PaymentMethod{Code: code, Description: label, Logo: in.Image.Normal,
+				PaymentMethod: in.PaymentInstrument, SupportedCurrency: currency,
+				Offline: in.PaymentInstrument == "SUPERCASH", SupportPreauthorization: card, SupportRecurrent: card})
 		}
 	}
 	return out
@@ -149,18 +140,4 @@ func pickLabel(labels map[string]string, lang string) string {
 		return labels[keys[0]]
 	}
 	return ""
-}
-
-func (m method) value(name string) *soapenc.Value {
-	b := func(n string, v bool) *soapenc.Value { return soapenc.NewBool(n, soapenc.TypeXSDBool, &v) }
-	return soapenc.NewStruct(name, typeMethod,
-		soapenc.NewString("code", opt(m.Code)),
-		soapenc.NewString("description", opt(m.Description)),
-		soapenc.NewString("logo", opt(m.Logo)),
-		b("offline", m.Offline),
-		soapenc.NewString("paymentMethod", opt(m.PaymentMethod)),
-		b("supportPreauthorization", m.Preauthorization),
-		b("supportRecurrent", m.Recurrent),
-		soapenc.NewString("supportedCurrency", opt(m.Currency)),
-	)
 }

@@ -46,7 +46,7 @@ type OutboxConfig struct {
 	// (default 24h).
 	MaxAge time.Duration
 	// Backoff is the delay before attempt n+1 after n failed attempts
-	// (default DefaultBackoff).
+	// (default defaultBackoff).
 	Backoff func(failed int) time.Duration
 	// Now is the clock of due times (default time.Now).
 	Now func() time.Time
@@ -61,23 +61,23 @@ const (
 	defaultOutboxMaxAge  = 24 * time.Hour
 )
 
-// DefaultBackoff doubles from 2s up to 10 minutes and takes a random point
+// defaultBackoff doubles from 2s up to 10 minutes and takes a random point
 // in the upper half of that, so e-shops coming back after an outage are not
 // hit by every bridge process at the same instant.
-func DefaultBackoff(failed int) time.Duration { return outboxBackoff.Delay(failed) }
+func defaultBackoff(failed int) time.Duration { return outboxBackoff.Delay(failed) }
 
 var outboxBackoff = backoff.Policy{Base: 2 * time.Second, Max: 10 * time.Minute, Jitter: 0.5}
 
-// Outbox delivers the notifications of a store.
-type Outbox struct {
+// outbox delivers the notifications of a store.
+type outbox struct {
 	cfg  OutboxConfig
 	log  *zap.Logger
 	hc   *http.Client
 	wake chan struct{}
 }
 
-// NewOutbox returns an Outbox for cfg.
-func NewOutbox(cfg OutboxConfig) *Outbox {
+// newOutbox returns an Outbox for cfg.
+func newOutbox(cfg OutboxConfig) *outbox {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = defaultOutboxTimeout
 	}
@@ -94,12 +94,12 @@ func NewOutbox(cfg OutboxConfig) *Outbox {
 		cfg.MaxAge = defaultOutboxMaxAge
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = DefaultBackoff
+		cfg.Backoff = defaultBackoff
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	o := &Outbox{cfg: cfg, log: cfg.Logger, hc: cfg.HTTPClient, wake: make(chan struct{}, 1)}
+	o := &outbox{cfg: cfg, log: cfg.Logger, hc: cfg.HTTPClient, wake: make(chan struct{}, 1)}
 	if o.log == nil {
 		o.log = zap.NewNop()
 	}
@@ -115,7 +115,7 @@ func NewOutbox(cfg OutboxConfig) *Outbox {
 
 // Enqueue stores n durably (a repeat of the same Key is dropped) and wakes
 // this process's worker.
-func (o *Outbox) Enqueue(ctx context.Context, n store.Notification) (added bool, err error) {
+func (o *outbox) Enqueue(ctx context.Context, n store.Notification) (added bool, err error) {
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = o.cfg.Now()
 	}
@@ -133,7 +133,7 @@ func (o *Outbox) Enqueue(ctx context.Context, n store.Notification) (added bool,
 }
 
 // Wake makes a waiting worker look for due rows now.
-func (o *Outbox) Wake() {
+func (o *outbox) Wake() {
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -141,13 +141,13 @@ func (o *Outbox) Wake() {
 }
 
 // Counts reports the outbox by state.
-func (o *Outbox) Counts(ctx context.Context) (store.OutboxCounts, error) {
+func (o *outbox) Counts(ctx context.Context) (store.OutboxCounts, error) {
 	return o.cfg.Store.Counts(ctx)
 }
 
 // Run delivers until ctx ends. Store errors are logged and retried at the
 // next poll.
-func (o *Outbox) Run(ctx context.Context) {
+func (o *outbox) Run(ctx context.Context) {
 	t := time.NewTicker(o.cfg.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
@@ -168,7 +168,7 @@ func (o *Outbox) Run(ctx context.Context) {
 
 // RunOnce claims one batch of due rows, delivers them in parallel and
 // records each outcome; it returns how many rows it claimed.
-func (o *Outbox) RunOnce(ctx context.Context) (int, error) {
+func (o *outbox) RunOnce(ctx context.Context) (int, error) {
 	batch, err := o.cfg.Store.Claim(ctx, o.cfg.Now(), o.cfg.Batch, o.cfg.Lease)
 	if err != nil {
 		return 0, err
@@ -186,7 +186,7 @@ func (o *Outbox) RunOnce(ctx context.Context) (int, error) {
 }
 
 // deliver makes one attempt and records it.
-func (o *Outbox) deliver(ctx context.Context, n store.Notification) {
+func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 	err := o.get(ctx, n.URL)
 	log := o.log.With(zap.Int64("id", n.ID), zap.Int64("goid", n.GoID),
 		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1))
@@ -229,7 +229,7 @@ func (o *Outbox) deliver(ctx context.Context, n store.Notification) {
 }
 
 // get makes the delivery request; only a 2xx answer counts.
-func (o *Outbox) get(ctx context.Context, rawURL string) error {
+func (o *outbox) get(ctx context.Context, rawURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)

@@ -50,7 +50,7 @@ func openObStore(t *testing.T, dsn string) store.Store {
 }
 
 func obNotification(shop string, id int64, key string) store.Notification {
-	return store.Notification{GoID: flGoID, PaymentID: id, Key: key,
+	return store.Notification{GoID: testGoID, PaymentID: id, Key: key,
 		URL: shop + "/notify?paymentSessionId=" + FormatInt(id) + "&key=" + url.QueryEscape(key)}
 }
 
@@ -62,7 +62,7 @@ func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	var backoffs []int
-	ob := NewOutbox(OutboxConfig{Store: st, Now: clock.Now, Backoff: func(n int) time.Duration {
+	ob := newOutbox(OutboxConfig{Store: st, Now: clock.Now, Backoff: func(n int) time.Duration {
 		backoffs = append(backoffs, n)
 		return time.Minute
 	}})
@@ -104,7 +104,7 @@ func TestOutboxGivesUpAfterMaxAge(t *testing.T) {
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	core, logs := observer.New(zap.InfoLevel)
-	ob := NewOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core)})
+	ob := newOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core)})
 	ctx := context.Background()
 	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 2, "k2"))
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestOutboxGivesUpAfterMaxAge(t *testing.T) {
 func TestDefaultBackoff(t *testing.T) {
 	for n, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 12: 10 * time.Minute, 100: 10 * time.Minute} {
 		for range 20 {
-			d := DefaultBackoff(n)
+			d := defaultBackoff(n)
 			assert.GreaterOrEqual(t, d, want/2, n)
 			assert.LessOrEqual(t, d, want, n)
 		}
@@ -171,8 +171,8 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
 	hung := hungTransport{started: make(chan struct{}, 1), release: make(chan struct{})}
 	const lease = 2 * time.Minute
-	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: hung}})
-	b := NewOutbox(OutboxConfig{Store: stB, Now: clock.Now, Lease: lease})
+	a := newOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: hung}})
+	b := newOutbox(OutboxConfig{Store: stB, Now: clock.Now, Lease: lease})
 	ctx := context.Background()
 	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 3, "k3"))
 	require.NoError(t, err)
@@ -213,8 +213,8 @@ func TestOutboxShutdownReleasesClaim(t *testing.T) {
 	dsn := filepath.Join(t.TempDir(), "o.db")
 	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
 	ct := cancelTransport{started: make(chan struct{}, 1)}
-	a := NewOutbox(OutboxConfig{Store: stA, Now: clock.Now, HTTPClient: &http.Client{Transport: ct}})
-	b := NewOutbox(OutboxConfig{Store: stB, Now: clock.Now})
+	a := newOutbox(OutboxConfig{Store: stA, Now: clock.Now, HTTPClient: &http.Client{Transport: ct}})
+	b := newOutbox(OutboxConfig{Store: stB, Now: clock.Now})
 	ctx := context.Background()
 	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 5, "k5"))
 	require.NoError(t, err)
@@ -233,7 +233,7 @@ func TestOutboxShutdownReleasesClaim(t *testing.T) {
 func TestOutboxDuplicatesCollapse(t *testing.T) {
 	shop := newFlShop(t)
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
-	ob := NewOutbox(OutboxConfig{Store: st})
+	ob := newOutbox(OutboxConfig{Store: st})
 	ctx := context.Background()
 	for i := range 3 {
 		added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 4, "8123456789:4:PAID:"))
@@ -266,9 +266,9 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 			shop.ch = make(chan url.Values, 1000)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
-			var workers []*Outbox
+			var workers []*outbox
 			for range 2 {
-				ob := NewOutbox(OutboxConfig{Store: openObStore(t, d), Poll: 10 * time.Millisecond, Batch: 4})
+				ob := newOutbox(OutboxConfig{Store: openObStore(t, d), Poll: 10 * time.Millisecond, Batch: 4})
 				workers = append(workers, ob)
 				wg.Add(1)
 				go func() { defer wg.Done(); ob.Run(ctx) }()
@@ -281,7 +281,7 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 				ewg.Add(1)
 				go func() {
 					defer ewg.Done()
-					key := fmt.Sprintf("%d:%d:PAID:", flGoID, i)
+					key := fmt.Sprintf("%d:%d:PAID:", testGoID, i)
 					n := obNotification(shop.srv.URL, int64(i), key)
 					// Each change is announced twice, once to each process.
 					_, err := workers[0].Enqueue(ctx, n)
@@ -322,7 +322,7 @@ func BenchmarkOutbox(b *testing.B) {
 	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "o.db"))
 	require.NoError(b, err)
 	defer st.Close()
-	ob := NewOutbox(OutboxConfig{Store: st, Batch: 16})
+	ob := newOutbox(OutboxConfig{Store: st, Batch: 16})
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {

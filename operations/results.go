@@ -8,14 +8,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
 )
 
 // failedResult is the FAILED reply to ref, signed when a key is known.
-func (s *Service) failedResult(ref sessionRef, desc string) *Result {
-	r := &Result{PaymentID: ref.PaymentID, Result: Failed, ResultDescription: &desc}
+func (s *Service) failedResult(ref sessionRef, desc string) *PaymentResult {
+	r := &PaymentResult{PaymentSessionID: ref.PaymentID, Result: Failed, ResultDescription: &desc}
 	if ref.Known {
-		if err := r.Sign(ref.M.SecureKey); err != nil {
+		if err := r.sign(ref.M.SecureKey); err != nil {
 			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
 		}
 	}
@@ -25,8 +24,8 @@ func (s *Service) failedResult(ref sessionRef, desc string) *Result {
 // resultOf maps the gateway's operation result onto a signed EPaymentResult.
 // Only FINISHED and ACCEPTED are success; anything else is FAILED, so the
 // bridge never reports a success it did not get.
-func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *Result {
-	r := &Result{PaymentID: ref.PaymentID}
+func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *PaymentResult {
+	r := &PaymentResult{PaymentSessionID: ref.PaymentID}
 	switch res.Result {
 	case restbackend.ResultFinished:
 		r.Result = Finished
@@ -39,7 +38,7 @@ func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *Result {
 		r.Result = Failed
 		r.ResultDescription = ptr("the payment gateway answered an unknown result " + strings.ToValidUTF8(res.Result, "?"))
 	}
-	if err := r.Sign(ref.M.SecureKey); err != nil {
+	if err := r.sign(ref.M.SecureKey); err != nil {
 		s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
 	}
 	return r
@@ -47,26 +46,27 @@ func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *Result {
 
 // sessionAction serves the operations that take an EPaymentSessionInfo
 // part "sessionInfo" and answer an EPaymentResult.
-func (s *Service) sessionAction(ctx context.Context, call *soapenc.Call, ret string,
-	do func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error)) (*soapenc.Value, error) {
-	ref, r := s.readSessionInfo(call, "sessionInfo")
+func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
+	do func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error)) (*PaymentResult, error) {
+	ref, r := s.readSessionInfo(in, "sessionInfo")
 	if r != nil {
-		s.refused(ctx, call, ref, r)
-		return s.failedResult(ref, r.desc).Value(ret), nil
+		s.refused(ctx, op, ref, r)
+		return s.failedResult(ref, r.desc), nil
 	}
 	res, err := do(ctx, ref.M, *ref.PaymentID)
 	if err != nil {
 		if errors.As(err, &r) {
-			s.refused(ctx, call, ref, r)
-			return s.failedResult(ref, r.desc).Value(ret), nil
+			s.refused(ctx, op, ref, r)
+			return s.failedResult(ref, r.desc), nil
 		}
 		return nil, err
 	}
-	return s.resultOf(ref, res).Value(ret), nil
+	return s.resultOf(ref, res), nil
 }
 
-func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.sessionAction(ctx, call, "capturePaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+// CapturePayment serves capturePayment.
+func (s *Service) CapturePayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return s.sessionAction(ctx, "capturePayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.Capture(ctx, m.Credentials(), id, nil)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "capture", m.GoID, id, err)
@@ -75,8 +75,9 @@ func (s *Service) capturePayment(ctx context.Context, call *soapenc.Call) (*soap
 	})
 }
 
-func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.sessionAction(ctx, call, "voidAuthorizationReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+// VoidAuthorization serves voidAuthorization.
+func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return s.sessionAction(ctx, "voidAuthorization", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.VoidAuthorization(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "void authorization", m.GoID, id, err)
@@ -85,8 +86,9 @@ func (s *Service) voidAuthorization(ctx context.Context, call *soapenc.Call) (*s
 	})
 }
 
-func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.sessionAction(ctx, call, "voidRecurrentPaymentReturn", func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+// VoidRecurrentPayment serves voidRecurrentPayment.
+func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return s.sessionAction(ctx, "voidRecurrentPayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "void recurrence", m.GoID, id, err)
@@ -95,14 +97,17 @@ func (s *Service) voidRecurrentPayment(ctx context.Context, call *soapenc.Call) 
 	})
 }
 
-// refundPayment is overloaded: the part name tells the forms apart.
-// sessionInfo refunds what is left of the payment; refundRequest is a
-// (partial) refund like partiallyRefundPayment.
-func (s *Service) refundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	if call.Param("refundRequest") != nil {
-		return s.refundRequest(ctx, call, "refundPaymentReturn")
-	}
-	return s.sessionAction(ctx, call, "refundPaymentReturn", s.refundRest)
+// RefundPayment serves refundPayment(sessionInfo): it refunds what is left
+// of the payment. (The overload refundPayment(refundRequest) is
+// RefundPaymentRequest.)
+func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return s.sessionAction(ctx, "refundPayment", in, s.refundRest)
+}
+
+// RefundPaymentRequest serves refundPayment(refundRequest), a (partial)
+// refund like partiallyRefundPayment.
+func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
+	return s.refundRequest(ctx, "refundPayment", in)
 }
 
 // refundRest refunds what is left of payment id. The legacy form carries no
@@ -147,42 +152,41 @@ func refundedSum(hist []restbackend.Refund) int64 {
 	return sum
 }
 
-func (s *Service) partiallyRefundPayment(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.refundRequest(ctx, call, "partiallyRefundPaymentReturn")
+// PartiallyRefundPayment serves partiallyRefundPayment.
+func (s *Service) PartiallyRefundPayment(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
+	return s.refundRequest(ctx, "partiallyRefundPayment", in)
 }
 
-// refundRequest serves an ERefundRequest part "refundRequest".
-func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret string) (*soapenc.Value, error) {
+// refundRequest serves an ERefundRequest.
+func (s *Service) refundRequest(ctx context.Context, op string, in *RefundRequest) (*PaymentResult, error) {
 	var ref sessionRef
-	fail := func(r *refusal) (*soapenc.Value, error) {
-		s.refused(ctx, call, ref, r)
-		return s.failedResult(ref, r.desc).Value(ret), nil
+	fail := func(r *refusal) (*PaymentResult, error) {
+		s.refused(ctx, op, ref, r)
+		return s.failedResult(ref, r.desc), nil
 	}
-	f := readPart(call, "refundRequest")
-	if f.err != nil {
-		return fail(f.err)
+	if in == nil {
+		in = &RefundRequest{Invalid: "missing refundRequest"}
 	}
-	amount := f.long("amount")
-	currency := f.str("currency")
-	desc := f.str("description")
-	sig := f.str("encryptedSignature")
-	ref.PaymentID = f.long("paymentSessionId")
-	ref.GoID = f.long("targetGoId")
-	if f.err != nil {
+	ref.PaymentID = in.PaymentSessionID
+	ref.GoID = in.TargetGoID
+	if in.Invalid != "" {
 		s.merchantOf(&ref)
-		return fail(f.err)
+		return fail(&refusal{desc: in.Invalid})
 	}
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	f.need("paymentSessionId", ref.PaymentID != nil)
-	f.need("amount", amount != nil)
-	f.need("currency", currency != "")
-	if f.err != nil {
-		return fail(f.err)
+	amount, currency := in.Amount, in.Currency
+	switch {
+	case ref.PaymentID == nil:
+		return fail(refuse("missing refundRequest.paymentSessionId"))
+	case amount == nil:
+		return fail(refuse("missing refundRequest.amount"))
+	case currency == "":
+		return fail(refuse("missing refundRequest.currency"))
 	}
-	if !Verify(ref.M.SecureKey, sig, RefundRequestFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID),
-		FormatOptInt(amount), currency, desc)...) {
+	if !Verify(ref.M.SecureKey, in.EncryptedSignature, RefundRequestFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID),
+		FormatOptInt(amount), currency, in.Description)...) {
 		return fail(badSignature("refundRequest"))
 	}
 	if *amount <= 0 {
@@ -202,7 +206,8 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 		if err != nil {
 			err = s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
-			if r, ok := err.(*refusal); ok {
+			var r *refusal
+			if errors.As(err, &r) {
 				return fail(r)
 			}
 			return nil, err
@@ -215,10 +220,11 @@ func (s *Service) refundRequest(ctx context.Context, call *soapenc.Call, ret str
 	res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
 	if err != nil {
 		err = s.gatewayFailed(ctx, "refund", m.GoID, id, err)
-		if r, ok := err.(*refusal); ok {
+		var r *refusal
+		if errors.As(err, &r) {
 			return fail(r)
 		}
 		return nil, err
 	}
-	return s.resultOf(ref, res).Value(ret), nil
+	return s.resultOf(ref, res), nil
 }

@@ -1,9 +1,12 @@
-// Package operations is the legacy EPaymentServiceV2 protocol: it takes the
-// decoded SOAP calls of the twelve legacy operations, checks their
-// signatures, performs them through the REST gateway and builds the legacy
-// replies (signed the way legacy clients verify them). It knows neither XML
-// syntax (package soapenc) nor the HTTP details of the gateway (package
-// restbackend).
+// Package operations is the legacy EPaymentServiceV2 protocol as typed Go:
+// one method per legacy operation taking and returning the legacy types
+// (types.go), the browser flows' decisions (where a customer is sent, what
+// a notification tells the e-shop) and the notification outbox. It checks
+// signatures, performs the work through the REST gateway and builds the
+// legacy replies, signed the way legacy clients verify them. It knows
+// neither SOAP nor XML (adapter operations/soapapi), nor how requests
+// arrive over HTTP (adapter operations/web), nor the HTTP details of the
+// gateway (package restbackend).
 package operations
 
 import (
@@ -11,28 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/store"
-)
-
-// Namespaces of the legacy interface.
-const (
-	// NSInput is the body namespace legacy clients send requests in.
-	NSInput = "http://axis.web.gopay.cz"
-	// NSProvider holds ECustomerData, EPaymentCommand, EPaymentStatus, ...
-	NSProvider = "urn:AxisEPaymentProvider"
-	// NSGate holds EPaymentResult, ERecurrenceRequest, ERefundRequest.
-	NSGate = "http://gate.gopay.cz/ws"
-	// DefaultServiceNamespace is the output body namespace and the namespace
-	// of ArrayOf_tns1_EPaymentMethod unless configured otherwise.
-	DefaultServiceNamespace = "https://testgw.gopay.cz/axis/EPaymentServiceV2"
 )
 
 // TouchReply is what touch answers.
@@ -50,12 +39,12 @@ type Config struct {
 	// PublicURL is the bridge's absolute public base URL; the gateway's
 	// return and notification callbacks point under it.
 	PublicURL string
-	// ServiceNamespace is the output body namespace; DefaultServiceNamespace
-	// when empty.
-	ServiceNamespace string
-	// Limits bound the requests SOAPHandler reads; soapenc.DefaultLimits()
-	// when zero.
-	Limits soapenc.Limits
+	// Outbox configures notification delivery; its Store and Logger default
+	// to the service's.
+	Outbox OutboxConfig
+	// Now is the clock of sessions and of the method list cache (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Service serves the legacy operations.
@@ -66,16 +55,11 @@ type Service struct {
 	store       store.Store
 	log         *zap.Logger
 	publicURL   string
-	ns          string
-	limits      soapenc.Limits
-	ops         map[string]operation
+	out         *outbox
 
 	methods methodCache
 	now     func() time.Time
 }
-
-// operation handles one decoded call.
-type operation func(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error)
 
 // New validates cfg and returns a Service. Error messages name the faulty
 // setting but never contain secrets.
@@ -88,9 +72,7 @@ func New(cfg Config) (*Service, error) {
 		gw:        cfg.Gateway,
 		store:     cfg.Store,
 		log:       cfg.Logger,
-		ns:        cfg.ServiceNamespace,
-		limits:    cfg.Limits,
-		now:       time.Now,
+		now:       cfg.Now,
 	}
 	for i, m := range cfg.Merchants {
 		m.Normalize()
@@ -122,37 +104,17 @@ func New(cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	if s.ns == "" {
-		s.ns = DefaultServiceNamespace
+	if s.now == nil {
+		s.now = time.Now
 	}
-	if s.limits == (soapenc.Limits{}) {
-		s.limits = soapenc.DefaultLimits()
+	if cfg.Outbox.Store == nil {
+		cfg.Outbox.Store = s.store
 	}
-	s.ops = map[string]operation{
-		"touch":                  s.touch,
-		"paymentStatus":          s.paymentStatus,
-		"paymentStatusWCust":     s.paymentStatusWCust,
-		"createPayment":          s.createPayment,
-		"capturePayment":         s.capturePayment,
-		"voidAuthorization":      s.voidAuthorization,
-		"refundPayment":          s.refundPayment,
-		"partiallyRefundPayment": s.partiallyRefundPayment,
-		"voidRecurrentPayment":   s.voidRecurrentPayment,
-		"createRecurrentPayment": s.createRecurrentPayment,
-		"createBuyer":            s.createBuyer,
-		"paymentMethodList":      s.paymentMethodList,
+	if cfg.Outbox.Logger == nil {
+		cfg.Outbox.Logger = s.log
 	}
+	s.out = newOutbox(cfg.Outbox)
 	return s, nil
-}
-
-// OperationNames lists the operations served, sorted.
-func (s *Service) OperationNames() []string {
-	names := make([]string, 0, len(s.ops))
-	for n := range s.ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // Merchant returns the configured merchant of goid.
@@ -161,44 +123,9 @@ func (s *Service) Merchant(goid int64) (Merchant, bool) {
 	return m, ok
 }
 
-// Invoke performs one decoded call. The operation is chosen by the RPC
-// element's local name; its namespace is expected to be NSInput but any is
-// accepted (clients of that era were lax). A returned error is always a
-// *soapenc.Fault.
-func (s *Service) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
-	if call == nil {
-		return nil, clientFault("empty request")
-	}
-	name := call.Operation.Local
-	op, ok := s.ops[name]
-	if !ok {
-		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
-	}
-	if call.Operation.Space != NSInput {
-		s.logFor(ctx).Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
-	}
-	ret, err := op(ctx, call)
-	if err != nil {
-		var f *soapenc.Fault
-		if errors.As(err, &f) {
-			return nil, f
-		}
-		s.logFor(ctx).Error("operation failed", zap.String("op", name), zap.Error(err))
-		return nil, serverFault("internal error")
-	}
-	return &soapenc.Response{Namespace: s.ns, Operation: name, Return: ret}, nil
-}
+// logFor is the logger of the request behind ctx (with its request id), or
+// the service's own.
+func (s *Service) logFor(ctx context.Context) *zap.Logger { return logctx.From(ctx, s.log) }
 
-func clientFault(msg string) *soapenc.Fault {
-	return &soapenc.Fault{Code: "Client", String: msg}
-}
-
-func serverFault(msg string) *soapenc.Fault {
-	return &soapenc.Fault{Code: "Server", String: msg}
-}
-
-// touch answers a liveness string; it does not call the gateway.
-func (s *Service) touch(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	r := TouchReply
-	return soapenc.NewString("touchReturn", &r), nil
-}
+// Touch answers a liveness string; it does not call the gateway.
+func (s *Service) Touch(ctx context.Context) (string, error) { return TouchReply, nil }

@@ -1,12 +1,11 @@
 package operations
 
 import (
+	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -40,68 +39,74 @@ var statementFormats = map[string]statementFormat{
 	"PDF_A": {"PDF_A", "application/pdf", "pdf"},
 }
 
-// statement serves GET /gw/services/get-account-statement: the legacy
-// statementRequest.* query, signed as statementRequest, answered with the
-// REST account statement file. Errors are plain text (scripts call it).
-func (f *Flows) statement(c echo.Context) error {
-	q := c.QueryParams()
-	get := func(name string) string { return strings.TrimSpace(q.Get("statementRequest." + name)) }
-	fail := func(status int, msg string) error {
-		return c.String(status, msg+"\n")
-	}
-	from, to := get("dateFrom"), get("dateTo")
+// StatementRequest is the legacy statementRequest of
+// get-account-statement, each value exactly as sent.
+type StatementRequest struct {
+	DateFrom, DateTo, TargetGoID, Currency, ContentType, EncryptedSignature string
+}
+
+// StatementFile is a statement to hand to the e-shop.
+type StatementFile struct {
+	Name        string
+	ContentType string
+	Body        []byte
+}
+
+// Statement serves get-account-statement: the REST account statement file
+// of the request, signed as statementRequest. Errors: *RequestError (bad
+// request), *BadParamError / *UnknownMerchantError (goid), ErrBadSignature,
+// *RefusedError (the gateway refused) and ErrGatewayDown.
+func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*StatementFile, error) {
+	t := strings.TrimSpace
+	from, to := t(r.DateFrom), t(r.DateTo)
 	df, err1 := time.Parse(time.DateOnly, from)
 	dt, err2 := time.Parse(time.DateOnly, to)
 	switch {
 	case err1 != nil:
-		return fail(http.StatusBadRequest, "statementRequest.dateFrom must be a date yyyy-MM-dd")
+		return nil, &RequestError{"statementRequest.dateFrom must be a date yyyy-MM-dd"}
 	case err2 != nil:
-		return fail(http.StatusBadRequest, "statementRequest.dateTo must be a date yyyy-MM-dd")
+		return nil, &RequestError{"statementRequest.dateTo must be a date yyyy-MM-dd"}
 	case dt.Before(df):
-		return fail(http.StatusBadRequest, "statementRequest.dateTo is before statementRequest.dateFrom")
+		return nil, &RequestError{"statementRequest.dateTo is before statementRequest.dateFrom"}
 	}
-	m, err := f.merchantOf("statementRequest.targetGoId", get("targetGoId"))
+	m, err := s.FlowMerchant("statementRequest.targetGoId", t(r.TargetGoID))
 	if err != nil {
-		var pe *pageError
-		errors.As(err, &pe)
-		return fail(pe.Status, pe.EN)
+		return nil, err
 	}
-	currency := strings.ToUpper(get("currency"))
+	currency := strings.ToUpper(t(r.Currency))
 	if currency == "" {
-		return fail(http.StatusBadRequest, "statementRequest.currency is missing")
+		return nil, &RequestError{"statementRequest.currency is missing"}
 	}
 	// Legacy client libraries write the format as TYPE_CSV, TYPE_XLS, TYPE_ABO.
-	kind := strings.TrimPrefix(strings.ToUpper(get("contentType")), "TYPE_")
+	kind := strings.TrimPrefix(strings.ToUpper(t(r.ContentType)), "TYPE_")
 	if kind == "" {
 		kind = "CSV"
 	}
 	format, ok := statementFormats[kind]
 	if !ok {
-		return fail(http.StatusBadRequest, "statementRequest.contentType must be CSV, XLS or ABO")
+		return nil, &RequestError{"statementRequest.contentType must be CSV, XLS or ABO"}
 	}
 	// The signature covers the values as the e-shop sent them.
-	if !Verify(m.SecureKey, q.Get("statementRequest.encryptedSignature"),
-		StatementRequestFields(q.Get("statementRequest.dateFrom"), q.Get("statementRequest.dateTo"),
-			q.Get("statementRequest.targetGoId"), q.Get("statementRequest.currency"))...) {
-		return fail(http.StatusForbidden, "statementRequest.encryptedSignature does not verify")
+	if !Verify(m.SecureKey, r.EncryptedSignature, StatementRequestFields(r.DateFrom, r.DateTo, r.TargetGoID, r.Currency)...) {
+		return nil, ErrBadSignature
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's
 	// context: a caller that hangs up stops the download.
-	body, err := f.svc.gw.AccountStatement(c.Request().Context(), m.Credentials(), &restbackend.StatementRequest{
+	body, err := s.gw.AccountStatement(ctx, m.Credentials(), &restbackend.StatementRequest{
 		DateFrom: from, DateTo: to, GoID: m.GoID, Currency: currency, Format: format.REST,
 	})
 	if err != nil {
 		var ae *restbackend.APIError
 		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
-			f.logFor(c.Request().Context()).Info("statement refused", zap.Int64("goid", m.GoID), zap.Error(err))
-			return fail(http.StatusBadRequest, "the gateway refused the statement: "+ae.Error())
+			s.logFor(ctx).Info("statement refused", zap.Int64("goid", m.GoID), zap.Error(err))
+			return nil, &RefusedError{Desc: "the gateway refused the statement: " + ae.Error()}
 		}
-		f.logFor(c.Request().Context()).Warn("statement failed", zap.Int64("goid", m.GoID), zap.Error(err))
-		return fail(http.StatusBadGateway, "the payment gateway did not deliver the statement; try again later")
+		s.logFor(ctx).Warn("statement failed", zap.Int64("goid", m.GoID), zap.Error(err))
+		return nil, ErrGatewayDown
 	}
-	name := "statement-" + FormatInt(m.GoID) + "-" + from + "-" + to + "." + format.Ext
-	h := c.Response().Header()
-	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	h.Set("Cache-Control", "no-store")
-	return c.Blob(http.StatusOK, format.ContentType, body)
+	return &StatementFile{
+		Name:        "statement-" + FormatInt(m.GoID) + "-" + from + "-" + to + "." + format.Ext,
+		ContentType: format.ContentType,
+		Body:        body,
+	}, nil
 }

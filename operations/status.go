@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -21,30 +20,27 @@ type sessionRef struct {
 	Known     bool // M is set: replies can be signed
 }
 
-// readSessionInfo reads an EPaymentSessionInfo part, finds the merchant and
-// verifies the paymentSession signature. Nothing is asked of the gateway
-// before this succeeds.
-func (s *Service) readSessionInfo(call *soapenc.Call, part string) (sessionRef, *refusal) {
-	f := readPart(call, part)
+// readSessionInfo checks an EPaymentSessionInfo (part names it in
+// messages), finds the merchant and verifies the paymentSession signature.
+// Nothing is asked of the gateway before this succeeds.
+func (s *Service) readSessionInfo(in *SessionInfo, part string) (sessionRef, *refusal) {
 	var ref sessionRef
-	if f.err != nil {
-		return ref, f.err
+	if in == nil {
+		in = &SessionInfo{Invalid: "missing " + part}
 	}
-	ref.GoID = f.long("targetGoId")
-	ref.PaymentID = f.long("paymentSessionId")
-	sig := f.str("encryptedSignature")
-	if f.err != nil {
+	ref.GoID = in.TargetGoID
+	ref.PaymentID = in.PaymentSessionID
+	if in.Invalid != "" {
 		s.merchantOf(&ref)
-		return ref, f.err
+		return ref, &refusal{desc: in.Invalid}
 	}
 	if r := s.merchantOf(&ref); r != nil {
 		return ref, r
 	}
-	f.need("paymentSessionId", ref.PaymentID != nil)
-	if f.err != nil {
-		return ref, f.err
+	if ref.PaymentID == nil {
+		return ref, refuse("missing %s.paymentSessionId", part)
 	}
-	if !Verify(ref.M.SecureKey, sig, PaymentSessionFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID))...) {
+	if !Verify(ref.M.SecureKey, in.EncryptedSignature, PaymentSessionFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID))...) {
 		return ref, badSignature(part)
 	}
 	return ref, nil
@@ -68,53 +64,60 @@ func badSignature(part string) *refusal {
 }
 
 // failedStatus is the CALL_FAILED reply to ref, signed when a key is known.
-func (s *Service) failedStatus(ref sessionRef, desc string) *Status {
-	st := &Status{GoID: ref.GoID, PaymentID: ref.PaymentID, Result: CallFailed, ResultDescription: &desc}
+func (s *Service) failedStatus(ref sessionRef, desc string) *PaymentStatus {
+	st := &PaymentStatus{TargetGoID: ref.GoID, PaymentSessionID: ref.PaymentID, Result: CallFailed, ResultDescription: &desc}
 	if ref.Known {
-		if err := st.Sign(ref.M.SecureKey); err != nil {
+		if err := st.sign(ref.M.SecureKey); err != nil {
 			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
 		}
 	}
 	return st
 }
 
-func (s *Service) paymentStatus(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.statusOp(ctx, call, "paymentStatusReturn", false)
+// PaymentStatus serves paymentStatus.
+func (s *Service) PaymentStatus(ctx context.Context, in *SessionInfo) (*PaymentStatus, error) {
+	st, _, err := s.statusOp(ctx, "paymentStatus", in)
+	return st, err
 }
 
-func (s *Service) paymentStatusWCust(ctx context.Context, call *soapenc.Call) (*soapenc.Value, error) {
-	return s.statusOp(ctx, call, "paymentStatusWCustReturn", true)
-}
-
-func (s *Service) statusOp(ctx context.Context, call *soapenc.Call, ret string, wcust bool) (*soapenc.Value, error) {
-	ref, r := s.readSessionInfo(call, "paymentSessionInfo")
-	if r != nil {
-		s.refused(ctx, call, ref, r)
-		return s.failedStatus(ref, r.desc).Value(ret, wcust), nil
-	}
-	st, err := s.statusFor(ctx, ref.M, *ref.PaymentID)
+// PaymentStatusWCust serves paymentStatusWCust: the status and the payer.
+func (s *Service) PaymentStatusWCust(ctx context.Context, in *SessionInfo) (*PaymentStatusWCust, error) {
+	st, p, err := s.statusOp(ctx, "paymentStatusWCust", in)
 	if err != nil {
-		if errors.As(err, &r) {
-			s.refused(ctx, call, ref, r)
-			return s.failedStatus(ref, r.desc).Value(ret, wcust), nil
-		}
 		return nil, err
 	}
-	return st.Value(ret, wcust), nil
+	return withCustomer(st, p), nil
+}
+
+func (s *Service) statusOp(ctx context.Context, op string, in *SessionInfo) (*PaymentStatus, *restbackend.Payment, error) {
+	ref, r := s.readSessionInfo(in, "paymentSessionInfo")
+	if r != nil {
+		s.refused(ctx, op, ref, r)
+		return s.failedStatus(ref, r.desc), nil, nil
+	}
+	st, p, err := s.statusFor(ctx, ref.M, *ref.PaymentID)
+	if err != nil {
+		if errors.As(err, &r) {
+			s.refused(ctx, op, ref, r)
+			return s.failedStatus(ref, r.desc), nil, nil
+		}
+		return nil, nil, err
+	}
+	return st, p, nil
 }
 
 // statusFor reads payment id of m from the gateway and builds its signed
 // legacy status, productName taken from the bridge's session (the parent's
 // for a recurring child without one). The error is a *refusal (the gateway
-// refused) or a *soapenc.Fault.
-func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Status, error) {
+// refused) or a *ServerError.
+func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*PaymentStatus, *restbackend.Payment, error) {
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
-		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
+		return nil, nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 	}
 	sess, found, err := s.sessionOf(ctx, p.ID, p.ParentID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var product *string
 	if found {
@@ -124,13 +127,13 @@ func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Status,
 	// The gateway's status reply need not carry parent_id (the
 	// specification lists it for the create-recurrence reply); the child's
 	// session knows it, as the return and the notification report it.
-	if st.ParentID == nil && found && sess.PaymentID == p.ID {
-		st.ParentID = optInt(sess.ParentID)
+	if st.ParentPaymentSessionID == nil && found && sess.PaymentID == p.ID {
+		st.ParentPaymentSessionID = optInt(sess.ParentID)
 	}
-	if err := st.Sign(m.SecureKey); err != nil {
-		return nil, err
+	if err := st.sign(m.SecureKey); err != nil {
+		return nil, nil, err
 	}
-	return st, nil
+	return st, p, nil
 }
 
 // sessionOf returns the session of payment id, or of its parent when the
@@ -146,7 +149,7 @@ func (s *Service) sessionOf(ctx context.Context, id, parentID int64) (store.Sess
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			s.logFor(ctx).Error("session store read failed", zap.Int64("payment", pid), zap.Error(err))
-			return store.Session{}, false, serverFault("session store unavailable")
+			return store.Session{}, false, serverError("session store unavailable")
 		}
 	}
 	return store.Session{}, false, nil
@@ -155,45 +158,39 @@ func (s *Service) sessionOf(ctx context.Context, id, parentID int64) (store.Sess
 // statusFromPayment maps a REST payment onto EPaymentStatus (unsigned).
 // productName is the e-shop's (the REST reply carries none); nil when the
 // payment was not created through the bridge.
-func statusFromPayment(p *restbackend.Payment, m Merchant, productName *string) *Status {
+func statusFromPayment(p *restbackend.Payment, m Merchant, productName *string) *PaymentStatus {
 	goid := m.GoID
 	if p.Target != nil && p.Target.GoID != 0 {
 		goid = p.Target.GoID
 	}
-	st := &Status{
-		Currency:         opt(p.Currency),
-		OrderNumber:      opt(p.OrderNumber),
-		ParentID:         optInt(p.ParentID),
-		PaymentID:        ptr(p.ID),
-		PreAuthorization: ptr(p.Preauthorization != nil && p.Preauthorization.Requested),
-		ProductName:      productName,
-		RecurrentPayment: ptr(p.Recurrence != nil),
-		Result:           CallCompleted,
-		SessionState:     opt(p.State),
-		GoID:             &goid,
-		TotalPrice:       ptr(p.Amount),
+	st := &PaymentStatus{
+		Currency:               opt(p.Currency),
+		OrderNumber:            opt(p.OrderNumber),
+		ParentPaymentSessionID: optInt(p.ParentID),
+		PaymentSessionID:       ptr(p.ID),
+		PreAuthorization:       ptr(p.Preauthorization != nil && p.Preauthorization.Requested),
+		ProductName:            productName,
+		RecurrentPayment:       ptr(p.Recurrence != nil),
+		Result:                 CallCompleted,
+		SessionState:           opt(p.State),
+		TargetGoID:             &goid,
+		TotalPrice:             ptr(p.Amount),
 	}
 	if sub := strings.TrimPrefix(p.SubState, "_"); sub != "" {
 		st.SessionSubState = &sub
 		st.SessionSubStateDesc = opt(subStateDesc(sub))
 	}
 	swift := ""
-	if p.Payer != nil {
-		if p.Payer.BankAccount != nil {
-			swift = p.Payer.BankAccount.BIC
-		}
-		st.Customer = p.Payer.Contact
-		st.Card = p.Payer.PaymentCard
-		if c := p.Payer.PaymentCard; c != nil {
-			st.InstCountry = opt(c.CardIssuerCountry)
-		}
+	if p.Payer != nil && p.Payer.BankAccount != nil {
+		swift = p.Payer.BankAccount.BIC
 	}
 	if code, ok := legacyCode(p.PaymentInstrument, swift); ok {
 		st.PaymentChannel = &code
 	}
+	ps := [4]**string{&st.P1, &st.P2, &st.P3, &st.P4}
 	for _, ap := range p.AdditionalParams {
 		if len(ap.Name) == 2 && ap.Name[0] == 'p' && ap.Name[1] >= '1' && ap.Name[1] <= '4' {
-			st.P[ap.Name[1]-'1'] = ptr(ap.Value)
+			*ps[ap.Name[1]-'1'] = ptr(ap.Value)
 		}
 	}
 	return st
@@ -240,7 +237,8 @@ func subStateDesc(sub string) string {
 func (s *Service) gatewayFailed(ctx context.Context, what string, goid, id int64, err error) error {
 	out := gatewayError(err)
 	lvl := s.logFor(ctx).Warn
-	if _, isRefusal := out.(*refusal); isRefusal {
+	var r *refusal
+	if errors.As(out, &r) {
 		lvl = s.logFor(ctx).Info
 	}
 	lvl("gateway call failed", zap.String("call", what), zap.Int64("goid", goid), zap.Int64("payment", id), zap.Error(err))
@@ -248,8 +246,8 @@ func (s *Service) gatewayFailed(ctx context.Context, what string, goid, id int64
 }
 
 // refused logs a refused request (without its signature).
-func (s *Service) refused(ctx context.Context, call *soapenc.Call, ref sessionRef, r *refusal) {
-	fs := []zap.Field{zap.String("op", call.Operation.Local), zap.String("reason", r.desc)}
+func (s *Service) refused(ctx context.Context, op string, ref sessionRef, r *refusal) {
+	fs := []zap.Field{zap.String("op", op), zap.String("reason", r.desc)}
 	if ref.GoID != nil {
 		fs = append(fs, zap.Int64("goid", *ref.GoID))
 	}

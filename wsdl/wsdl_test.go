@@ -276,3 +276,11 @@ func resolvePrefix(t *testing.T, e *etree.Element, prefix string) string {
 	require.Failf(t, "undeclared prefix", "%q at %s", prefix, e.GetPath())
 	return ""
 }
+
+// BenchmarkNew: rendering the document (once per process).
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		New(Options{})
+	}
+}

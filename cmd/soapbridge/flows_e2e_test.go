@@ -31,6 +31,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/testenv"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/web"
 )
 
 // flowShop is a legacy e-shop: it knows the bridge's SOAP endpoint and
@@ -116,7 +117,7 @@ func (s *flowShop) buyFull(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _ := strconv.ParseInt(flowText(doc, "paymentSessionId"), 10, 64)
 	goid, _ := strconv.ParseInt(demoGoID, 10, 64)
-	u, err := operations.PayFullURL(s.bridge, demoSecureKey, goid, id)
+	u, err := web.PayFullURL(s.bridge, demoSecureKey, goid, id)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -130,7 +131,7 @@ func (s *flowShop) buyBase(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<!DOCTYPE html><html lang="cs"><head><meta charset="utf-8"><title>Pokladna</title></head><body>`+
 		`<h1>Pokladna testovacího obchodu</h1><p>Objednávka %s, 459,00 Kč</p><form method="post" action="%s">`,
-		html.EscapeString(c.Get("orderNumber")), html.EscapeString(s.bridge+operations.PathPayBase))
+		html.EscapeString(c.Get("orderNumber")), html.EscapeString(s.bridge+web.PathPayBase))
 	for k, vs := range c {
 		fmt.Fprintf(&b, `<input type="hidden" name="paymentCommand.%s" value="%s">`, html.EscapeString(k), html.EscapeString(vs[0]))
 	}
@@ -399,8 +400,8 @@ func TestFlowsInBrowser(t *testing.T) {
 	})
 
 	t.Run("error page", func(t *testing.T) {
-		res := flowDrive(t, node, chromium, b.URL+operations.PathPayFull+"?sessionInfo.targetGoId="+demoGoID+
-			"&sessionInfo.paymentSessionId=3000000001&sessionInfo.encryptedSignature=00", b.URL+operations.PathPayFull, nil)
+		res := flowDrive(t, node, chromium, b.URL+web.PathPayFull+"?sessionInfo.targetGoId="+demoGoID+
+			"&sessionInfo.paymentSessionId=3000000001&sessionInfo.encryptedSignature=00", b.URL+web.PathPayFull, nil)
 		assert.Contains(t, res.Text, "Podpis požadavku (encryptedSignature) nesouhlasí.")
 		assert.Contains(t, res.Text, "does not verify")
 	})
@@ -445,7 +446,7 @@ func TestFlowsNotificationSurvivesKill(t *testing.T) {
 	n := shop.waitNotification(t, id)
 	assert.Equal(t, "KILL-1", n.Get("orderNumber"))
 	require.Eventually(t, func() bool {
-		r, err := http.Get(b2.URL + operations.PathOutboxCounts)
+		r, err := http.Get(b2.URL + web.PathOutboxCounts)
 		if err != nil {
 			return false
 		}
@@ -468,7 +469,7 @@ func TestFlowsStatementDownload(t *testing.T) {
 	q := url.Values{"statementRequest.dateFrom": {"2026-01-01"}, "statementRequest.dateTo": {"2026-01-31"},
 		"statementRequest.targetGoId": {demoGoID}, "statementRequest.currency": {"CZK"},
 		"statementRequest.contentType": {"CSV"}, "statementRequest.encryptedSignature": {sig}}
-	resp, err := http.Get(b.URL + operations.PathStatement + "?" + q.Encode())
+	resp, err := http.Get(b.URL + web.PathStatement + "?" + q.Encode())
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -479,7 +480,7 @@ func TestFlowsStatementDownload(t *testing.T) {
 	assert.NotEmpty(t, raw)
 
 	q.Set("statementRequest.currency", "EUR") // not what was signed
-	resp2, err := http.Get(b.URL + operations.PathStatement + "?" + q.Encode())
+	resp2, err := http.Get(b.URL + web.PathStatement + "?" + q.Encode())
 	require.NoError(t, err)
 	resp2.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp2.StatusCode)

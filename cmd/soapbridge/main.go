@@ -26,6 +26,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/soapapi"
+	"github.com/legacybridge/soapbridge/operations/web"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 	"github.com/legacybridge/soapbridge/soapenc"
@@ -124,28 +126,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			Logger:    log.Named("gateway"),
 			UserAgent: "soapbridge",
 		}),
-		Store:            st,
+		Store:     st,
+		Logger:    log.Named("operations"),
+		PublicURL: publicURL,
+	})
+	if err != nil {
+		return err
+	}
+	api, err := soapapi.New(soapapi.Config{
+		Service:          svc,
 		Logger:           log.Named("operations"),
-		PublicURL:        publicURL,
 		ServiceNamespace: cfg.ServiceNamespace,
 		Limits:           soapenc.Limits{MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth, MaxRefs: cfg.MaxRefs},
 	})
 	if err != nil {
 		return err
 	}
-	flows := operations.NewFlows(svc, operations.FlowsConfig{})
 
 	e := newEcho(cfg, log)
-	e.POST(cfg.SOAPPath, svc.SOAPHandler())
-	e.GET(cfg.SOAPPath, wsdl.Handler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
+	e.POST(cfg.SOAPPath, api.Handler())
+	e.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	e.GET("/healthz", healthz)
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	flows.Register(e)
+	web.New(svc, log.Named("operations")).Register(e)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup
-	outboxDone.Go(func() { flows.RunOutbox(outboxCtx) })
+	outboxDone.Go(func() { svc.RunOutbox(outboxCtx) })
 	// Stops after the server has drained (closers run in reverse), so that
 	// notifications enqueued by the last requests are still picked up.
 	closers = append(closers, func() { stopOutbox(); outboxDone.Wait() })

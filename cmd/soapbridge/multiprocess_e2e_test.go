@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/internal/testenv"
-	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/web"
 )
 
 // TestTwoBridgesOnePostgres: two bridge processes share one PostgreSQL and
@@ -101,7 +101,7 @@ func TestTwoBridgesOnePostgres(t *testing.T) {
 
 func outboxCounts(t *testing.T, bridge string) map[string]int {
 	t.Helper()
-	resp, err := http.Get(bridge + operations.PathOutboxCounts)
+	resp, err := http.Get(bridge + web.PathOutboxCounts)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var c map[string]int

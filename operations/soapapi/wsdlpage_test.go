@@ -1,4 +1,4 @@
-package wsdl
+package soapapi
 
 import (
 	"crypto/tls"
@@ -11,6 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/wsdl"
 )
 
 const soapPath = "/axis/EPaymentServiceV2"
@@ -72,7 +74,7 @@ func TestAddress(t *testing.T) {
 func serve(t *testing.T, publicURL, target, host string) *httptest.ResponseRecorder {
 	t.Helper()
 	e := echo.New()
-	e.GET(soapPath, Handler(New(Options{}), publicURL, soapPath, ""))
+	e.GET(soapPath, WSDLHandler(wsdl.New(wsdl.Options{}), publicURL, soapPath, ""))
 	r := httptest.NewRequest(http.MethodGet, target, nil)
 	r.Host = host
 	w := httptest.NewRecorder()
@@ -123,7 +125,7 @@ func TestHandlerRejectsJunkHost(t *testing.T) {
 // rendered bytes cached).
 func BenchmarkHandlerWSDL(b *testing.B) {
 	e := echo.New()
-	e.GET(soapPath, Handler(New(Options{}), "", soapPath, ""))
+	e.GET(soapPath, WSDLHandler(wsdl.New(wsdl.Options{}), "", soapPath, ""))
 	r := httptest.NewRequest(http.MethodGet, soapPath+"?wsdl", nil)
 	r.Host = "bridge.example.com:8080"
 	b.ReportAllocs()
@@ -133,13 +135,5 @@ func BenchmarkHandlerWSDL(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatal(w.Code)
 		}
-	}
-}
-
-// BenchmarkNew: rendering the document (once per process).
-func BenchmarkNew(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		New(Options{})
 	}
 }

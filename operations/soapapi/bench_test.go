@@ -1,4 +1,4 @@
-package operations
+package soapapi
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/legacybridge/soapbridge/operations"
 )
 
 // BenchmarkInvokePaymentStatus: a decoded paymentStatus call end to end in
@@ -23,8 +24,8 @@ func BenchmarkInvokePaymentStatus(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, err := h.svc.Invoke(ctx, call)
-		if err != nil || resp.Return.Field("result").Text != CallCompleted {
+		resp, err := h.api.Invoke(ctx, call)
+		if err != nil || resp.Return.Field("result").Text != operations.CallCompleted {
 			b.Fatal(err)
 		}
 	}
@@ -41,7 +42,7 @@ func BenchmarkSOAPHandlerPaymentStatus(b *testing.B) {
 		b.Fatal(err)
 	}
 	e := echo.New()
-	e.POST("/axis/EPaymentServiceV2", h.svc.SOAPHandler())
+	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))

@@ -1,4 +1,4 @@
-package operations
+package soapapi
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,32 +50,15 @@ func (n noParentID) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestReviewChildStatusParentFromSession(t *testing.T) {
 	h := newHarness(t)
 	recurringPaid(h)
-	resp, err := h.svc.Invoke(context.Background(), decodeFile(t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml")))
+	resp, err := h.api.Invoke(context.Background(), decodeFile(t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml")))
 	require.NoError(t, err)
-	require.Equal(t, CallCompleted, resp.Return.Field("result").Text)
+	require.Equal(t, operations.CallCompleted, resp.Return.Field("result").Text)
 	child, _, _ := resp.Return.Field("paymentSessionId").Int64()
 
 	h.rec.next = noParentID{h.rec.next}
-	m := h.svc.merchants[testGoID]
-	st, err := h.svc.statusFor(context.Background(), m, child)
-	require.NoError(t, err)
-	require.NotNil(t, st.ParentID, "parentPaymentSessionId of a recurring child")
-	assert.Equal(t, int64(3000000001), *st.ParentID)
+	st := statusOf(t, h, child)
+	require.NotNil(t, st.ParentPaymentSessionID, "parentPaymentSessionId of a recurring child")
+	assert.Equal(t, int64(3000000001), *st.ParentPaymentSessionID)
 	assert.Equal(t, "Objednávka č. 42 – žluťoučký kůň", *st.ProductName)
-	assert.True(t, Verify(m.SecureKey, *st.Signature, st.SignatureFields()...))
-}
-
-// Legacy client libraries name the statement format TYPE_CSV (also
-// TYPE_XLS, TYPE_ABO); the bridge must not refuse them.
-func TestReviewStatementTypePrefix(t *testing.T) {
-	env := newFlEnv(t)
-	sig, err := Sign(flSecureKey, StatementRequestFields("2026-01-01", "2026-01-31", "8123456789", "CZK")...)
-	require.NoError(t, err)
-	u := env.bridge.URL + PathStatement + "?statementRequest.dateFrom=2026-01-01&statementRequest.dateTo=2026-01-31" +
-		"&statementRequest.targetGoId=8123456789&statementRequest.currency=CZK&statementRequest.contentType=TYPE_CSV" +
-		"&statementRequest.encryptedSignature=" + sig
-	resp := env.get(t, u)
-	b := body(t, resp)
-	require.Equal(t, http.StatusOK, resp.StatusCode, b)
-	assert.Equal(t, "text/csv", resp.Header.Get("Content-Type"))
+	assert.True(t, operations.Verify(captureKey, *st.EncryptedSignature, st.SignatureFields()...))
 }

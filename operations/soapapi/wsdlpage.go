@@ -1,4 +1,4 @@
-package wsdl
+package soapapi
 
 import (
 	"errors"
@@ -10,15 +10,17 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/legacybridge/soapbridge/wsdl"
 )
 
-// Handler serves GET {soap path}: the WSDL when the query has a "wsdl" key
+// WSDLHandler serves GET {soap path}: the WSDL when the query has a "wsdl" key
 // (any letter case, with or without a value), else a short HTML page naming
 // the service and its WSDL. The soap:address is publicURL+soapPath, or is
 // derived from the request when publicURL is empty (see Address).
-func Handler(d *Doc, publicURL, soapPath string, serviceName string) echo.HandlerFunc {
+func WSDLHandler(d *wsdl.Doc, publicURL, soapPath string, serviceName string) echo.HandlerFunc {
 	if serviceName == "" {
-		serviceName = ServiceName
+		serviceName = wsdl.ServiceName
 	}
 	return func(c echo.Context) error {
 		addr, err := Address(c.Request(), publicURL, soapPath)
@@ -139,7 +141,7 @@ func checkPort(port, hostport string) error {
 
 func operationNames() []string {
 	var names []string
-	for _, o := range Operations {
+	for _, o := range wsdl.Operations {
 		if len(names) == 0 || names[len(names)-1] != o.Name {
 			names = append(names, o.Name)
 		}

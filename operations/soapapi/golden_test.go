@@ -1,4 +1,4 @@
-package operations
+package soapapi
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 	"github.com/legacybridge/soapbridge/soapenc"
@@ -30,7 +32,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/operations (and re-sign requests)")
 
-const goldenDir = "../testdata/operations"
+const goldenDir = "../../testdata/operations"
 
 // captureKey is the secure key the captured PHP requests were signed with
 // (the legacy client library's vectors); the golden merchant uses it so
@@ -109,11 +111,17 @@ type harness struct {
 	t   testing.TB
 	sb  *sandbox.Gateway
 	rec *recorder
-	svc *Service
+	gw  *restbackend.Client
+	svc *operations.Service
+	api *API
 	st  store.Store
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith lets edit change the core's configuration (its store, its
+// clock) before the service starts.
+func newHarnessWith(t testing.TB, edit func(*operations.Config)) *harness {
 	t.Helper()
 	clock := sandbox.NewManualClock(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 	sb := sandbox.New(sandbox.Options{
@@ -130,9 +138,15 @@ func newHarness(t testing.TB) *harness {
 	t.Cleanup(func() { st.Close() })
 	m := testMerchant()
 	m.SecureKey = captureKey
-	svc, err := New(Config{Merchants: []Merchant{m}, Gateway: gw, Store: st, PublicURL: "https://bridge.example"})
+	cfg := operations.Config{Merchants: []operations.Merchant{m}, Gateway: gw, Store: st, PublicURL: "https://bridge.example"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	svc, err := operations.New(cfg)
 	require.NoError(t, err)
-	return &harness{t: t, sb: sb, rec: rec, svc: svc, st: st}
+	api, err := New(Config{Service: svc})
+	require.NoError(t, err)
+	return &harness{t: t, sb: sb, rec: rec, gw: gw, svc: svc, api: api, st: st}
 }
 
 // create performs the createPayment request of golden case name and returns
@@ -140,9 +154,9 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) create(name string) int64 {
 	h.t.Helper()
 	call := decodeFile(h.t, filepath.Join(goldenDir, name, "request.xml"))
-	resp, err := h.svc.Invoke(context.Background(), call)
+	resp, err := h.api.Invoke(context.Background(), call)
 	require.NoError(h.t, err)
-	require.Equal(h.t, CallCompleted, resp.Return.Field("result").Text, resp.Return.Field("resultDescription").Text)
+	require.Equal(h.t, operations.CallCompleted, resp.Return.Field("result").Text, resp.Return.Field("resultDescription").Text)
 	id, _, err := resp.Return.Field("paymentSessionId").Int64()
 	require.NoError(h.t, err)
 	return id
@@ -151,15 +165,15 @@ func (h *harness) create(name string) int64 {
 // invoke performs the request of golden case name, which must succeed.
 func (h *harness) invoke(name string) {
 	h.t.Helper()
-	resp, err := h.svc.Invoke(context.Background(), decodeFile(h.t, filepath.Join(goldenDir, name, "request.xml")))
+	resp, err := h.api.Invoke(context.Background(), decodeFile(h.t, filepath.Join(goldenDir, name, "request.xml")))
 	require.NoError(h.t, err)
-	require.Equal(h.t, Finished, resp.Return.Field("result").Text, resp.Return.Field("resultDescription").Text)
+	require.Equal(h.t, operations.Finished, resp.Return.Field("result").Text, resp.Return.Field("resultDescription").Text)
 }
 
 // stateIs checks the gateway's state of the golden payment after the request.
 func stateIs(want string) func(t *testing.T, h *harness) {
 	return func(t *testing.T, h *harness) {
-		p, err := h.svc.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), 3000000001)
+		p, err := h.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), 3000000001)
 		require.NoError(t, err)
 		assert.Equal(t, want, p.State)
 	}
@@ -184,7 +198,7 @@ var (
 )
 
 func warmToken(h *harness) {
-	_, err := h.svc.gw.Token(context.Background(), testMerchant().Credentials())
+	_, err := h.gw.Token(context.Background(), testMerchant().Credentials())
 	require.NoError(h.t, err)
 }
 
@@ -233,7 +247,7 @@ var goldenCases = []struct {
 	{name: "paymentStatus-recurring-child", setup: func(h *harness) {
 		recurringPaid(h)
 		call := decodeFile(h.t, filepath.Join(goldenDir, "createRecurrentPayment", "request.xml"))
-		_, err := h.svc.Invoke(context.Background(), call)
+		_, err := h.api.Invoke(context.Background(), call)
 		require.NoError(h.t, err)
 		h.sb.RunDue() // the sandbox charges the stored card after replying CREATED
 	}},
@@ -280,7 +294,7 @@ func TestGolden(t *testing.T) {
 			body, err := os.ReadFile(reqPath)
 			require.NoError(t, err)
 			e := echo.New()
-			e.POST("/axis/EPaymentServiceV2", h.svc.SOAPHandler())
+			e.POST("/axis/EPaymentServiceV2", h.api.Handler())
 			req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "text/xml; charset=utf-8")
 			req.Header.Set("SOAPAction", `""`)
@@ -360,7 +374,7 @@ func checkReplySignature(t *testing.T, b []byte) {
 	var fields []string
 	switch {
 	case ret.SelectElement("sessionState") != nil:
-		fields = PaymentStatusFields{
+		fields = operations.PaymentStatusFields{
 			TargetGoID: text("targetGoId"), ProductName: text("productName"), TotalPrice: text("totalPrice"),
 			Currency: text("currency"), OrderNumber: text("orderNumber"), RecurrentPayment: boolf("recurrentPayment"),
 			ParentPaymentSessionID: text("parentPaymentSessionId"), PreAuthorization: boolf("preAuthorization"),
@@ -368,9 +382,9 @@ func checkReplySignature(t *testing.T, b []byte) {
 			PaymentChannel: text("paymentChannel"),
 		}.Fields()
 	default:
-		fields = PaymentResultFields(text("paymentSessionId"), text("result"))
+		fields = operations.PaymentResultFields(text("paymentSessionId"), text("result"))
 	}
-	assert.True(t, Verify(captureKey, sig.Text(), fields...), "reply signature does not verify")
+	assert.True(t, operations.Verify(captureKey, sig.Text(), fields...), "reply signature does not verify")
 }
 
 // resign rewrites the encryptedSignature of a golden request so that it
@@ -392,7 +406,7 @@ func resign(t *testing.T, path string) {
 	if fields == nil {
 		return
 	}
-	sig, err := Sign(captureKey, fields...)
+	sig, err := operations.Sign(captureKey, fields...)
 	require.NoError(t, err)
 	if sig == old {
 		return
@@ -409,19 +423,20 @@ func requestFields(call *soapenc.Call) []string {
 		if !ok {
 			return ""
 		}
-		return FormatInt(v)
+		return operations.FormatInt(v)
 	}
 	s := func(n string) string { v, _ := p.Field(n).String(); return v }
 	switch p.Name {
 	case "paymentSessionInfo", "sessionInfo":
-		return PaymentSessionFields(l("targetGoId"), l("paymentSessionId"))
+		return operations.PaymentSessionFields(l("targetGoId"), l("paymentSessionId"))
 	case "paymentCommand":
-		c, _ := readPaymentCommand(call)
-		return c.signatureFields()
+		var c operations.PaymentCommand
+		decode(p.Name, "tns1:EPaymentCommand", p, reflect.ValueOf(&c))
+		return c.SignatureFields()
 	case "recurrenceRequest":
-		return RecurrenceRequestFields(l("parentPaymentSessionId"), l("targetGoId"), s("orderNumber"), l("totalPrice"))
+		return operations.RecurrenceRequestFields(l("parentPaymentSessionId"), l("targetGoId"), s("orderNumber"), l("totalPrice"))
 	case "refundRequest":
-		return RefundRequestFields(l("targetGoId"), l("paymentSessionId"), l("amount"), s("currency"), s("description"))
+		return operations.RefundRequestFields(l("targetGoId"), l("paymentSessionId"), l("amount"), s("currency"), s("description"))
 	}
 	return nil
 }
@@ -441,6 +456,6 @@ func TestGoldenRequestsSigned(t *testing.T) {
 		if !ok {
 			continue
 		}
-		assert.True(t, Verify(captureKey, sig, requestFields(call)...), tc.name)
+		assert.True(t, operations.Verify(captureKey, sig, requestFields(call)...), tc.name)
 	}
 }

@@ -1,4 +1,4 @@
-package operations
+package web
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 )
@@ -42,10 +43,10 @@ func TestPayBaseDetachedFromBrowser(t *testing.T) {
 	cfg.Store = st
 	cfg.Gateway = restbackend.New(restbackend.Config{BaseURL: srv.URL,
 		HTTPClient: &http.Client{Transport: hangUp{next: &http.Transport{}, cancel: cancel}}})
-	svc, err := New(cfg)
+	svc, err := operations.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
-	NewFlows(svc, FlowsConfig{}).Register(e)
+	New(svc, nil).Register(e)
 
 	form := prefixed("paymentCommand.", flCommand("PB-GONE", "https://shop.example/ok", "https://shop.example/ko"))
 	req := httptest.NewRequest(http.MethodPost, PathPayBase, strings.NewReader(form.Encode())).WithContext(ctx)

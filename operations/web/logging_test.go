@@ -1,15 +1,15 @@
-package operations
+package web
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -17,46 +17,17 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// TestLogLinesCarryRequestID: what an operation logs can be matched with the
-// access log line of its request.
-func TestLogLinesCarryRequestID(t *testing.T) {
-	core, logs := observer.New(zapcore.DebugLevel)
-	cfg := unitConfig()
-	cfg.Logger = zap.New(core)
-	s, err := New(cfg)
-	require.NoError(t, err)
-
-	// A paymentStatus whose signature does not verify: refused and logged.
-	body, err := os.ReadFile("../testdata/soapenc/captures/php-soapclient/paymentStatus.xml")
-	require.NoError(t, err)
-	e := echo.New()
-	e.Use(middleware.RequestID())
-	e.POST("/axis/EPaymentServiceV2", s.SOAPHandler())
-	req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2",
-		strings.NewReader(strings.Replace(string(body), "b37f42dd", "00000000", 1)))
-	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-	req.Header.Set(echo.HeaderXRequestID, "rid-42")
-	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusOK, rec.Code)
-	require.Contains(t, rec.Body.String(), "CALL_FAILED")
-
-	refused := logs.FilterMessage("request refused").All()
-	require.Len(t, refused, 1)
-	assert.Equal(t, "rid-42", refused[0].ContextMap()["request_id"])
-}
-
 // TestFlowLogLinesCarryRequestID: the browser flows' log lines, and those of
 // the operation a flow runs, carry the request id like a SOAP call's.
 func TestFlowLogLinesCarryRequestID(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg := unitConfig() // its gateway is unreachable: the flows fail and log
 	cfg.Logger = zap.New(core)
-	s, err := New(cfg)
+	s, err := operations.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
 	e.Use(middleware.RequestID())
-	NewFlows(s, FlowsConfig{}).Register(e)
+	New(s, cfg.Logger).Register(e)
 
 	form := prefixed("paymentCommand.", flCommand("PB-LOG", "https://shop.example/ok", "https://shop.example/ko"))
 	req := httptest.NewRequest(http.MethodPost, PathPayBase, strings.NewReader(form.Encode()))
@@ -68,7 +39,7 @@ func TestFlowLogLinesCarryRequestID(t *testing.T) {
 
 	q := url.Values{"statementRequest.dateFrom": {"2026-01-01"}, "statementRequest.dateTo": {"2026-01-31"},
 		"statementRequest.targetGoId": {"8123456789"}, "statementRequest.currency": {"CZK"}}
-	sig, err := Sign(testSecureKey, StatementRequestFields("2026-01-01", "2026-01-31", "8123456789", "CZK")...)
+	sig, err := operations.Sign(testSecureKey, operations.StatementRequestFields("2026-01-01", "2026-01-31", "8123456789", "CZK")...)
 	require.NoError(t, err)
 	q.Set("statementRequest.encryptedSignature", sig)
 	req = httptest.NewRequest(http.MethodGet, PathStatement+"?"+q.Encode(), nil)

@@ -1,0 +1,225 @@
+// Package soapapi puts the legacy core (package operations) on SOAP: it
+// decodes a SOAP call into the core's typed request, calls the core and
+// encodes the typed result as the SOAP reply, both driven by the WSDL table
+// of package wsdl. It also serves the WSDL document and the service's HTML
+// page over HTTP.
+package soapapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/logctx"
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/wsdl"
+)
+
+// Config configures an API.
+type Config struct {
+	Service *operations.Service
+	Logger  *zap.Logger
+	// ServiceNamespace is the output body namespace;
+	// wsdl.DefaultServiceNamespace when empty.
+	ServiceNamespace string
+	// Limits bound the requests Handler reads; soapenc.DefaultLimits() when
+	// zero.
+	Limits soapenc.Limits
+}
+
+// API serves the legacy operations over SOAP.
+type API struct {
+	svc    *operations.Service
+	log    *zap.Logger
+	codec  codec
+	limits soapenc.Limits
+	ops    map[string][]binding // by operation name; overloads in WSDL order
+}
+
+// binding is one operation of the WSDL table and the core method serving it.
+type binding struct {
+	op   wsdl.Operation
+	in   reflect.Type // the request type; nil when the operation takes none
+	call func(ctx context.Context, in any) (any, error)
+}
+
+// typed adapts a core method taking and returning legacy types.
+func typed[In, Out any](f func(context.Context, *In) (Out, error)) binding {
+	return binding{in: reflect.TypeFor[In](), call: func(ctx context.Context, in any) (any, error) {
+		return f(ctx, in.(*In))
+	}}
+}
+
+// New checks the WSDL table against the core types and returns the API.
+func New(cfg Config) (*API, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("soapapi: no service")
+	}
+	if err := checkTypes(); err != nil {
+		return nil, fmt.Errorf("soapapi: %w", err)
+	}
+	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits}
+	if a.log == nil {
+		a.log = zap.NewNop()
+	}
+	if a.codec.ns == "" {
+		a.codec.ns = wsdl.DefaultServiceNamespace
+	}
+	if a.limits == (soapenc.Limits{}) {
+		a.limits = soapenc.DefaultLimits()
+	}
+	s := cfg.Service
+	byInput := map[string]binding{
+		"createPaymentRequest":          typed(s.CreatePayment),
+		"voidAuthorizationRequest":      typed(s.VoidAuthorization),
+		"createRecurrentPaymentRequest": typed(s.CreateRecurrentPayment),
+		"refundPaymentRequest":          typed(s.RefundPayment),
+		"refundPaymentRequest1":         typed(s.RefundPaymentRequest),
+		"partiallyRefundPaymentRequest": typed(s.PartiallyRefundPayment),
+		"paymentStatusRequest":          typed(s.PaymentStatus),
+		"paymentStatusWCustRequest":     typed(s.PaymentStatusWCust),
+		"voidRecurrentPaymentRequest":   typed(s.VoidRecurrentPayment),
+		"createBuyerRequest":            typed(s.CreateBuyer),
+		"capturePaymentRequest":         typed(s.CapturePayment),
+		"paymentMethodListRequest": {call: func(ctx context.Context, _ any) (any, error) {
+			return s.PaymentMethodList(ctx)
+		}},
+		"touchRequest": {call: func(ctx context.Context, _ any) (any, error) { return s.Touch(ctx) }},
+	}
+	a.ops = map[string][]binding{}
+	for _, op := range wsdl.Operations {
+		b, ok := byInput[op.Input]
+		if !ok {
+			return nil, fmt.Errorf("soapapi: operation %s (%s) has no core method", op.Name, op.Input)
+		}
+		if err := checkSignature(op, b); err != nil {
+			return nil, fmt.Errorf("soapapi: %w", err)
+		}
+		b.op = op
+		a.ops[op.Name] = append(a.ops[op.Name], b)
+		delete(byInput, op.Input)
+	}
+	for in := range byInput {
+		return nil, fmt.Errorf("soapapi: core method bound to %s, which the WSDL table lacks", in)
+	}
+	return a, nil
+}
+
+// checkSignature checks that the request type of b is the Go type of the
+// operation's input part.
+func checkSignature(op wsdl.Operation, b binding) error {
+	if op.Param == nil {
+		if b.in != nil {
+			return fmt.Errorf("%s takes no input but its method takes %s", op.Name, b.in)
+		}
+		return nil
+	}
+	_, local, _ := strings.Cut(op.Param.Type, ":")
+	if want := goTypes[local]; b.in != want {
+		return fmt.Errorf("%s takes %s (%v) but its method takes %v", op.Name, op.Param.Type, want, b.in)
+	}
+	return nil
+}
+
+// OperationNames lists the operations served, in WSDL order, each once.
+func (a *API) OperationNames() []string {
+	var names []string
+	for _, op := range wsdl.Operations {
+		if len(names) == 0 || names[len(names)-1] != op.Name {
+			names = append(names, op.Name)
+		}
+	}
+	return names
+}
+
+// Invoke performs one decoded call. The operation is chosen by the RPC
+// element's local name; its namespace is expected to be wsdl.NSInput but
+// any is accepted (clients of that era were lax). A returned error is
+// always a *soapenc.Fault.
+func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
+	if call == nil {
+		return nil, clientFault("empty request")
+	}
+	name := call.Operation.Local
+	bs, ok := a.ops[name]
+	if !ok {
+		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
+	}
+	log := logctx.From(ctx, a.log)
+	if call.Operation.Space != wsdl.NSInput {
+		log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
+	}
+	// An overloaded operation (refundPayment) is told by its part's name.
+	b := bs[0]
+	for _, o := range bs[1:] {
+		if o.op.Param != nil && call.Param(o.op.Param.Name) != nil {
+			b = o
+		}
+	}
+	var in any
+	if b.in != nil {
+		p := reflect.New(b.in)
+		decode(b.op.Param.Name, b.op.Param.Type, call.Param(b.op.Param.Name), p)
+		in = p.Interface()
+	}
+	out, err := b.call(ctx, in)
+	if err != nil {
+		var se *operations.ServerError
+		if errors.As(err, &se) {
+			return nil, serverFault(se.Msg)
+		}
+		log.Error("operation failed", zap.String("op", name), zap.Error(err))
+		return nil, serverFault("internal error")
+	}
+	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
+	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, nil
+}
+
+func clientFault(msg string) *soapenc.Fault {
+	return &soapenc.Fault{Code: soapenc.FaultClient, String: msg}
+}
+
+func serverFault(msg string) *soapenc.Fault {
+	return &soapenc.Fault{Code: soapenc.FaultServer, String: msg}
+}
+
+// Handler serves POST requests of the SOAP endpoint: it decodes the
+// envelope, dispatches by the RPC element's local name (every operation has
+// an empty SOAPAction) and writes the reply or a fault.
+func (a *API) Handler() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		// Log lines of this call carry the request id of the access log.
+		ctx := logctx.With(req.Context(), a.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID))))
+		call, err := soapenc.ReadRequest(req, a.limits)
+		if err != nil {
+			var f *soapenc.Fault
+			if !errors.As(err, &f) {
+				f = clientFault("unreadable request")
+			}
+			logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
+			soapenc.WriteFault(c.Response(), f)
+			return nil
+		}
+		// A client that hangs up must not cut a gateway call short: a
+		// POST aborted midway has an unknown outcome, and the session write
+		// after it must still happen. The REST client's timeout bounds it.
+		resp, err := a.Invoke(context.WithoutCancel(ctx), call)
+		if err != nil {
+			var f *soapenc.Fault
+			if !errors.As(err, &f) {
+				f = serverFault("internal error")
+			}
+			soapenc.WriteFault(c.Response(), f)
+			return nil
+		}
+		soapenc.WriteResponse(c.Response(), resp)
+		return nil
+	}
+}

@@ -1,0 +1,293 @@
+package soapapi
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/wsdl"
+)
+
+// The codec moves values between SOAP value trees and the core's legacy
+// types, driven by the WSDL table: wsdl.Types gives each structure's
+// members (name, order, type) and the namespace of each type comes from its
+// prefix. A Go field is bound to the member named by its legacy tag.
+
+// goTypes binds each structure of the WSDL table to its core type.
+var goTypes = map[string]reflect.Type{
+	"ECustomerData":       reflect.TypeFor[operations.CustomerData](),
+	"ECustomerCardData":   reflect.TypeFor[operations.CardData](),
+	"EPaymentCommand":     reflect.TypeFor[operations.PaymentCommand](),
+	"EPaymentStatus":      reflect.TypeFor[operations.PaymentStatus](),
+	"EPaymentStatusWCust": reflect.TypeFor[operations.PaymentStatusWCust](),
+	"EPaymentSessionInfo": reflect.TypeFor[operations.SessionInfo](),
+	"EBuyerCreate":        reflect.TypeFor[operations.BuyerCreate](),
+	"EBuyerCreateResult":  reflect.TypeFor[operations.BuyerCreateResult](),
+	"EPaymentMethod":      reflect.TypeFor[operations.PaymentMethod](),
+	"EPaymentResult":      reflect.TypeFor[operations.PaymentResult](),
+	"ERecurrenceRequest":  reflect.TypeFor[operations.RecurrenceRequest](),
+	"ERefundRequest":      reflect.TypeFor[operations.RefundRequest](),
+}
+
+// invalidField is the Go field of a request that carries the first reading
+// problem; it is not on the wire.
+const invalidField = "Invalid"
+
+// tableTypes are wsdl.Types by name.
+var tableTypes = func() map[string]wsdl.Type {
+	m := make(map[string]wsdl.Type, len(wsdl.Types))
+	for _, t := range wsdl.Types {
+		m[t.Name] = t
+	}
+	return m
+}()
+
+// legacyFields maps the legacy tags of t (and of its embedded structs) to
+// field index paths.
+func legacyFields(t reflect.Type) map[string][]int {
+	out := map[string][]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for name, idx := range legacyFields(f.Type) {
+				out[name] = append([]int{i}, idx...)
+			}
+			continue
+		}
+		if name, ok := f.Tag.Lookup("legacy"); ok {
+			out[name] = []int{i}
+		}
+	}
+	return out
+}
+
+// untaggedFields lists the fields of t without a legacy tag (embedded
+// structs are walked, not listed).
+func untaggedFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, untaggedFields(f.Type)...)
+			continue
+		}
+		if _, ok := f.Tag.Lookup("legacy"); !ok {
+			out = append(out, t.Name()+"."+f.Name)
+		}
+	}
+	return out
+}
+
+// checkBinding reports whether the Go type bound to table type tt declares
+// exactly its members, with Go types that can carry them.
+func checkBinding(tt wsdl.Type, gt reflect.Type) error {
+	fs := legacyFields(gt)
+	for _, f := range tt.Fields {
+		idx, ok := fs[f.Name]
+		if !ok {
+			return fmt.Errorf("%s.%s is in the WSDL table but %s has no field tagged legacy:%q", tt.Name, f.Name, gt.Name(), f.Name)
+		}
+		if err := checkKind(f.Type, gt.FieldByIndex(idx).Type); err != nil {
+			return fmt.Errorf("%s.%s: %w", tt.Name, f.Name, err)
+		}
+		delete(fs, f.Name)
+	}
+	for name := range fs {
+		return fmt.Errorf("%s has a field tagged legacy:%q that the WSDL table's %s lacks", gt.Name(), name, tt.Name)
+	}
+	return nil
+}
+
+func checkKind(typ string, gt reflect.Type) error {
+	_, local, _ := strings.Cut(typ, ":")
+	want := ""
+	switch local {
+	case "string":
+		want = "string"
+	case "long", "int":
+		want = "int64"
+	case "boolean":
+		want = "bool"
+	default:
+		if g, ok := goTypes[local]; ok {
+			if gt.Kind() == reflect.Pointer && gt.Elem() == g {
+				return nil
+			}
+			return fmt.Errorf("type %s needs *%s, has %s", typ, g.Name(), gt)
+		}
+		return fmt.Errorf("type %s is not bound to a Go type", typ)
+	}
+	base := gt
+	if base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if base.Kind().String() != want {
+		return fmt.Errorf("type %s needs a %s or *%s, has %s", typ, want, want, gt)
+	}
+	return nil
+}
+
+// checkTypes checks every structure of the WSDL table against its Go type.
+func checkTypes() error {
+	for _, tt := range wsdl.Types {
+		if tt.ArrayOf != "" {
+			continue
+		}
+		gt, ok := goTypes[tt.Name]
+		if !ok {
+			return fmt.Errorf("WSDL type %s has no Go type", tt.Name)
+		}
+		if err := checkBinding(tt, gt); err != nil {
+			return err
+		}
+	}
+	for name := range goTypes {
+		if _, ok := tableTypes[name]; !ok {
+			return fmt.Errorf("Go binding %s is not a WSDL type", name)
+		}
+	}
+	return nil
+}
+
+// codec encodes replies in the service namespace ns.
+type codec struct{ ns string }
+
+// qname resolves a prefixed type of the WSDL table.
+func (c codec) qname(typ string) soapenc.QName {
+	prefix, local, _ := strings.Cut(typ, ":")
+	ns := map[string]string{"soapenc": wsdl.NSSOAPEnc, "xsd": wsdl.NSXSD, "tns1": wsdl.NSTypes, "tns2": wsdl.NSGate, "impl": c.ns}[prefix]
+	return soapenc.QName{Space: ns, Local: local}
+}
+
+// encode renders v as the accessor name of table type typ.
+func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
+	q := c.qname(typ)
+	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
+		if tt.ArrayOf != "" {
+			items := make([]*soapenc.Value, v.Len())
+			for i := range items {
+				items[i] = c.encode("item", tt.ArrayOf, v.Index(i))
+			}
+			return soapenc.NewArray(name, q, c.qname(tt.ArrayOf), items...)
+		}
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return &soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Nil: true}
+			}
+			v = v.Elem()
+		}
+		fs := legacyFields(v.Type())
+		members := make([]*soapenc.Value, len(tt.Fields))
+		for i, f := range tt.Fields {
+			members[i] = c.encode(f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
+		}
+		return soapenc.NewStruct(name, q, members...)
+	}
+	out := &soapenc.Value{Name: name, Type: q}
+	wasPtr := v.Kind() == reflect.Pointer
+	if wasPtr {
+		if v.IsNil() {
+			out.Nil = true
+		} else {
+			v = v.Elem()
+		}
+	}
+	switch q.Local {
+	case "long", "int":
+		out.Kind = soapenc.KindInt
+		if !out.Nil {
+			out.Text = strconv.FormatInt(v.Int(), 10)
+		}
+	case "boolean":
+		out.Kind = soapenc.KindBool
+		if !out.Nil {
+			out.Text = strconv.FormatBool(v.Bool())
+		}
+	default:
+		out.Kind = soapenc.KindString
+		if !out.Nil {
+			out.Text = v.String()
+			// A plain string field has no nil: empty is sent as absent.
+			out.Nil = out.Text == "" && !wasPtr
+		}
+	}
+	return out
+}
+
+// decode reads the part v (named part, of table type typ) into dst, a
+// pointer to its Go type. The first problem is stored in dst's Invalid
+// field; reading goes on so that the signed values are all there.
+func decode(part, typ string, v *soapenc.Value, dst reflect.Value) {
+	_, local, _ := strings.Cut(typ, ":")
+	tt := tableTypes[local]
+	s := dst.Elem()
+	problem := ""
+	if v.IsAbsent() {
+		problem = "missing " + part
+	} else {
+		decodeStruct(part, tt, v, s, &problem)
+	}
+	if f := s.FieldByName(invalidField); f.IsValid() {
+		f.SetString(problem)
+	}
+}
+
+func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, problem *string) {
+	fail := func(format string, a ...any) {
+		if *problem == "" {
+			*problem = fmt.Sprintf(format, a...)
+		}
+	}
+	fs := legacyFields(s.Type())
+	for _, f := range tt.Fields {
+		fv := v.Field(f.Name)
+		dst := s.FieldByIndex(fs[f.Name])
+		_, local, _ := strings.Cut(f.Type, ":")
+		switch local {
+		case "string":
+			str, ok := fv.String()
+			if dst.Kind() == reflect.Pointer {
+				if ok {
+					dst.Set(reflect.ValueOf(&str))
+				}
+			} else {
+				dst.SetString(str)
+			}
+		case "long", "int":
+			n, ok, err := fv.Int64()
+			if err != nil {
+				fail("%s.%s is not a number", part, f.Name)
+			} else if ok {
+				setScalar(dst, reflect.ValueOf(n))
+			}
+		case "boolean":
+			b, ok, err := fv.Bool()
+			if err != nil {
+				fail("%s.%s is not a boolean", part, f.Name)
+			} else if ok {
+				setScalar(dst, reflect.ValueOf(b))
+			}
+		default:
+			if fv.IsAbsent() {
+				continue
+			}
+			nested := reflect.New(dst.Type().Elem())
+			decodeStruct(part+"."+f.Name, tableTypes[local], fv, nested.Elem(), problem)
+			dst.Set(nested)
+		}
+	}
+}
+
+// setScalar stores x in dst, a field of x's type or a pointer to it.
+func setScalar(dst, x reflect.Value) {
+	if dst.Kind() == reflect.Pointer {
+		p := reflect.New(x.Type())
+		p.Elem().Set(x)
+		dst.Set(p)
+		return
+	}
+	dst.Set(x)
+}

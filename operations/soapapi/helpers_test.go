@@ -1,0 +1,73 @@
+package soapapi
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
+	"github.com/stretchr/testify/require"
+)
+
+// Test merchant: the demo merchant of the embedded sandbox.
+const (
+	testGoID      = 8123456789
+	testSecureKey = "DemoSecureKey-0123456789"
+)
+
+func testMerchant() operations.Merchant {
+	return operations.Merchant{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
+		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
+}
+
+// memStore is an in-memory session store for unit tests.
+type memStore struct {
+	store.Store
+	mu       sync.Mutex
+	sessions map[int64]store.Session
+	failSave error
+}
+
+func (m *memStore) SaveSession(ctx context.Context, s store.Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failSave != nil {
+		return m.failSave
+	}
+	if m.sessions == nil {
+		m.sessions = map[int64]store.Session{}
+	}
+	m.sessions[s.PaymentID] = s
+	return nil
+}
+
+func (m *memStore) Session(ctx context.Context, id int64) (store.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return store.Session{}, store.ErrNotFound
+	}
+	return s, nil
+}
+
+func unitConfig() operations.Config {
+	return operations.Config{
+		Merchants: []operations.Merchant{testMerchant()},
+		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
+		Store:     &memStore{},
+		PublicURL: "https://bridge.example",
+	}
+}
+
+// unitAPI is the SOAP API of a service whose gateway is unreachable.
+func unitAPI(t *testing.T, cfg operations.Config) *API {
+	t.Helper()
+	s, err := operations.New(cfg)
+	require.NoError(t, err)
+	a, err := New(Config{Service: s, Logger: cfg.Logger})
+	require.NoError(t, err)
+	return a
+}

@@ -1,0 +1,366 @@
+// Package web puts the legacy browser flows of the core (package
+// operations) on HTTP: the customer's redirects to the gateway
+// (pay-full-v2, pay-base-v2), the return from the gateway, the gateway's
+// notifications, the statement download and the outbox counts. It parses
+// the HTTP input, calls the core and renders its answer as a redirect, an
+// error page (Czech and English, the legacy gateway's languages) or plain
+// text; the decisions are the core's.
+package web
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/logctx"
+	"github.com/legacybridge/soapbridge/operations"
+)
+
+// Paths the flows serve. The gateway-facing ones are the legacy paths; the
+// callbacks are the bridge's own (given to the REST gateway per payment).
+const (
+	PathPayFull      = "/gw/pay-full-v2"
+	PathPayBase      = "/gw/pay-base-v2"
+	PathStatement    = "/gw/services/get-account-statement"
+	PathReturn       = "/callback/return"
+	PathNotify       = "/callback/notify"
+	PathOutboxCounts = "/outbox"
+)
+
+// maxFormBytes bounds a posted legacy form (pay-base-v2 carries a few
+// hundred bytes).
+const maxFormBytes = 64 << 10
+
+//go:embed templates/*.html
+var flowTemplates embed.FS
+
+var flowPages = template.Must(template.ParseFS(flowTemplates, "templates/*.html"))
+
+// Flows serves the legacy browser flows of a core Service.
+type Flows struct {
+	svc *operations.Service
+	log *zap.Logger
+}
+
+// New returns the flows of svc; log is the logger of their requests.
+func New(svc *operations.Service, log *zap.Logger) *Flows {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Flows{svc: svc, log: log}
+}
+
+// Register adds the flows' routes to e.
+func (f *Flows) Register(e *echo.Echo) {
+	e.GET(PathPayFull, f.payFull, f.requestLog)
+	e.POST(PathPayFull, f.payFull, f.requestLog)
+	e.GET(PathPayBase, f.payBase, f.requestLog)
+	e.POST(PathPayBase, f.payBase, f.requestLog)
+	e.GET(PathReturn, f.returnFromGateway, f.requestLog)
+	e.GET(PathNotify, f.notify, f.requestLog)
+	e.POST(PathNotify, f.notify, f.requestLog)
+	e.GET(PathStatement, f.statement, f.requestLog)
+	e.GET(PathOutboxCounts, f.outboxCounts, f.requestLog)
+}
+
+// requestLog gives the request's context a logger carrying the request id
+// of the access log line (set by the server's RequestID middleware), as the
+// SOAP handler does, so a flow's log lines can be matched with its request.
+func (f *Flows) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		l := f.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		c.SetRequest(r.WithContext(logctx.With(r.Context(), l)))
+		return next(c)
+	}
+}
+
+func (f *Flows) logOf(c echo.Context) *zap.Logger { return logctx.From(c.Request().Context(), f.log) }
+
+// pageError is an error shown to the customer's browser, in Czech and
+// English.
+type pageError struct {
+	Status int
+	CS, EN string
+}
+
+func (e *pageError) Error() string { return strconv.Itoa(e.Status) + " " + e.EN }
+
+func pageBadParam(name string) *pageError {
+	return &pageError{http.StatusBadRequest,
+		"Parametr " + name + " chybí nebo má chybný tvar.",
+		"Parameter " + name + " is missing or malformed."}
+}
+
+func pageBadSignature() *pageError {
+	return &pageError{http.StatusForbidden,
+		"Podpis požadavku (encryptedSignature) nesouhlasí.",
+		"The request's signature (encryptedSignature) does not verify."}
+}
+
+func pageUnknownGoID(goid int64) *pageError {
+	g := strconv.FormatInt(goid, 10)
+	return &pageError{http.StatusNotFound,
+		"Obchod s GoID " + g + " není znám.",
+		"No e-shop with GoID " + g + " is known."}
+}
+
+func pageUnknownPayment(id int64) *pageError {
+	p := strconv.FormatInt(id, 10)
+	return &pageError{http.StatusNotFound,
+		"Platba " + p + " tohoto obchodu neexistuje.",
+		"Payment " + p + " of this e-shop does not exist."}
+}
+
+func pageNoReturnURL(id int64) *pageError {
+	p := strconv.FormatInt(id, 10)
+	return &pageError{http.StatusNotFound,
+		"U platby " + p + " není známa adresa návratu do obchodu.",
+		"The e-shop's return address of payment " + p + " is not known."}
+}
+
+func pageGateway() *pageError {
+	return &pageError{http.StatusBadGateway,
+		"Platební brána teď neodpovídá. Zkuste to prosím za chvíli znovu.",
+		"The payment gateway does not answer now. Please try again in a while."}
+}
+
+func pageUnavailable() *pageError {
+	return &pageError{http.StatusServiceUnavailable,
+		"Platbu teď nelze založit. Zkuste to prosím za chvíli znovu.",
+		"The payment cannot be created now. Please try again in a while."}
+}
+
+func pageInternal() *pageError {
+	return &pageError{http.StatusInternalServerError,
+		"Došlo k vnitřní chybě. Zkuste to prosím za chvíli znovu.",
+		"An internal error occurred. Please try again in a while."}
+}
+
+// pageOf turns an error of the core about payment id into its page; nil
+// when the error is not one the pages know.
+func pageOf(err error, id int64) *pageError {
+	var (
+		pe  *pageError
+		bp  *operations.BadParamError
+		um  *operations.UnknownMerchantError
+		re  *operations.RequestError
+		ref *operations.RefusedError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.As(err, &bp):
+		return pageBadParam(bp.Name)
+	case errors.As(err, &um):
+		return pageUnknownGoID(um.GoID)
+	case errors.As(err, &re):
+		return &pageError{http.StatusBadRequest, "Chybný požadavek: " + re.Msg + ".", "Bad request: " + re.Msg + "."}
+	case errors.As(err, &ref):
+		return &pageError{http.StatusBadRequest, "Platbu nelze založit: " + ref.Desc + ".", "The payment cannot be created: " + ref.Desc + "."}
+	case errors.Is(err, operations.ErrBadSignature):
+		return pageBadSignature()
+	case errors.Is(err, operations.ErrUnknownPayment):
+		return pageUnknownPayment(id)
+	case errors.Is(err, operations.ErrNoReturnURL):
+		return pageNoReturnURL(id)
+	case errors.Is(err, operations.ErrGatewayDown):
+		return pageGateway()
+	case errors.Is(err, operations.ErrNotCreated):
+		return pageUnavailable()
+	}
+	return nil
+}
+
+// page writes err (about payment id, 0 if none) as the HTML error page.
+func (f *Flows) page(c echo.Context, err error, id int64) error {
+	pe := pageOf(err, id)
+	if pe == nil {
+		f.logOf(c).Error("flow failed", zap.String("path", c.Path()), zap.Error(err))
+		pe = pageInternal()
+	} else if pe.Status >= 500 {
+		f.logOf(c).Warn("flow failed", zap.String("path", c.Path()), zap.Int("status", pe.Status))
+	}
+	var b strings.Builder
+	if err := flowPages.ExecuteTemplate(&b, "error.html", pe); err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.HTML(pe.Status, b.String())
+}
+
+// redirect sends the browser to loc.
+func redirect(c echo.Context, loc string) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Redirect(http.StatusFound, loc)
+}
+
+// flowForm returns the query and, for a POST, the posted form fields.
+func flowForm(c echo.Context) (url.Values, error) {
+	r := c.Request()
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, &pageError{http.StatusBadRequest, "Formulář nelze přečíst.", "The form cannot be read."}
+	}
+	return r.Form, nil
+}
+
+// payFull sends the customer of a payment created by createPayment to the
+// gateway: /gw/pay-full-v2?sessionInfo.targetGoId=G&sessionInfo.paymentSessionId=P&sessionInfo.encryptedSignature=S.
+func (f *Flows) payFull(c echo.Context) error {
+	form, err := flowForm(c)
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	m, err := f.svc.FlowMerchant("sessionInfo.targetGoId", form.Get("sessionInfo.targetGoId"))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	id, err := operations.FlowID("sessionInfo.paymentSessionId", form.Get("sessionInfo.paymentSessionId"))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	loc, err := f.svc.PayFull(c.Request().Context(), m, id, form.Get("sessionInfo.encryptedSignature"))
+	if err != nil {
+		return f.page(c, err, id)
+	}
+	return redirect(c, loc)
+}
+
+// payBase serves the base integration: the e-shop's page posts (or links)
+// the paymentCommand.* fields; the payment is created as createPayment
+// would create it and the customer is sent to its gateway page.
+func (f *Flows) payBase(c echo.Context) error {
+	form, err := flowForm(c)
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	m, err := f.svc.FlowMerchant("paymentCommand.targetGoId", form.Get("paymentCommand.targetGoId"))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	loc, err := f.svc.PayBase(c.Request().Context(), m, operations.PaymentCommandFromForm(form))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	return redirect(c, loc)
+}
+
+// returnFromGateway is where the gateway sends the customer back
+// (return_url with ?goid=G, the gateway adds &id=P): it redirects to the
+// e-shop's success or failed URL with the signed identity.
+func (f *Flows) returnFromGateway(c echo.Context) error {
+	q := c.QueryParams()
+	m, err := f.svc.FlowMerchant("goid", q.Get("goid"))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	id, err := operations.FlowID("id", q.Get("id"))
+	if err != nil {
+		return f.page(c, err, 0)
+	}
+	loc, err := f.svc.ReturnURL(c.Request().Context(), m, id)
+	if err != nil {
+		return f.page(c, err, id)
+	}
+	return redirect(c, loc)
+}
+
+// notify is the gateway's notification (notification_url with ?goid=G, the
+// gateway adds &id=P). It answers 200 only once the notification for the
+// e-shop is stored; 5xx makes the gateway repeat the call.
+func (f *Flows) notify(c echo.Context) error {
+	q := c.QueryParams()
+	plain := func(status int, msg string) error { return c.String(status, msg+"\n") }
+	m, err := f.svc.FlowMerchant("goid", q.Get("goid"))
+	if err != nil {
+		pe := pageOf(err, 0)
+		return plain(pe.Status, pe.EN)
+	}
+	id, err := operations.FlowID("id", q.Get("id"))
+	if err != nil {
+		return plain(http.StatusBadRequest, pageOf(err, 0).EN)
+	}
+	err = f.svc.AcceptNotification(c.Request().Context(), m, id)
+	switch {
+	case err == nil:
+		return plain(http.StatusOK, "OK")
+	case errors.Is(err, operations.ErrUnknownPayment):
+		return plain(http.StatusNotFound, pageUnknownPayment(id).EN)
+	case errors.Is(err, operations.ErrGatewayDown):
+		return plain(http.StatusServiceUnavailable, "payment status not available; repeat later")
+	case errors.Is(err, operations.ErrStoreDown):
+		return plain(http.StatusServiceUnavailable, "store not available; repeat later")
+	}
+	f.logOf(c).Error("notification: not accepted", zap.Int64("payment", id), zap.Error(err))
+	return plain(http.StatusInternalServerError, "cannot sign")
+}
+
+// statement serves GET /gw/services/get-account-statement: the legacy
+// statementRequest.* query answered with the statement file. Errors are
+// plain text (scripts call it).
+func (f *Flows) statement(c echo.Context) error {
+	q := c.QueryParams()
+	get := func(name string) string { return q.Get("statementRequest." + name) }
+	file, err := f.svc.Statement(c.Request().Context(), &operations.StatementRequest{
+		DateFrom: get("dateFrom"), DateTo: get("dateTo"), TargetGoID: get("targetGoId"),
+		Currency: get("currency"), ContentType: get("contentType"), EncryptedSignature: get("encryptedSignature"),
+	})
+	if err != nil {
+		fail := func(status int, msg string) error { return c.String(status, msg+"\n") }
+		var (
+			re  *operations.RequestError
+			ref *operations.RefusedError
+		)
+		switch {
+		case errors.As(err, &re):
+			return fail(http.StatusBadRequest, re.Msg)
+		case errors.As(err, &ref):
+			return fail(http.StatusBadRequest, ref.Desc)
+		case errors.Is(err, operations.ErrBadSignature):
+			return fail(http.StatusForbidden, "statementRequest.encryptedSignature does not verify")
+		case errors.Is(err, operations.ErrGatewayDown):
+			return fail(http.StatusBadGateway, "the payment gateway did not deliver the statement; try again later")
+		}
+		if pe := pageOf(err, 0); pe != nil {
+			return fail(pe.Status, pe.EN)
+		}
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Disposition", `attachment; filename="`+file.Name+`"`)
+	h.Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, file.ContentType, file.Body)
+}
+
+// outboxCounts shows the outbox by state as JSON; dead notifications are
+// those the e-shop never took within the retry period.
+func (f *Flows) outboxCounts(c echo.Context) error {
+	n, err := f.svc.OutboxCounts(c.Request().Context())
+	if err != nil {
+		f.logOf(c).Error("outbox counts failed", zap.Error(err))
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "store not available"})
+	}
+	return c.JSON(http.StatusOK, map[string]int{"pending": n.Pending, "delivered": n.Delivered, "dead": n.Dead})
+}
+
+// PayFullURL is the URL a legacy e-shop sends its customer to after
+// createPayment (what the legacy client library builds).
+func PayFullURL(bridgeURL, secureKey string, goid, paymentID int64) (string, error) {
+	g, p := operations.FormatInt(goid), operations.FormatInt(paymentID)
+	sig, err := operations.Sign(secureKey, operations.PaymentSessionFields(g, p)...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(bridgeURL, "/") + PathPayFull + "?sessionInfo.targetGoId=" + g +
+		"&sessionInfo.paymentSessionId=" + p + "&sessionInfo.encryptedSignature=" + sig, nil
+}
