@@ -35,9 +35,9 @@ func (c *PaymentCommand) contact() *restbackend.Contact {
 // SignatureFields are the paymentCommand signature fields as sent.
 func (c *PaymentCommand) SignatureFields() []string {
 	return PaymentCommandFields{
-		TargetGoID:       FormatOptInt(c.TargetGoID),
+		TargetGoID:       formatOptInt(c.TargetGoID),
 		ProductName:      c.ProductName,
-		TotalPrice:       FormatOptInt(c.TotalPrice),
+		TotalPrice:       formatOptInt(c.TotalPrice),
 		Currency:         c.Currency,
 		OrderNumber:      c.OrderNumber,
 		FailedURL:        c.FailedURL,
@@ -46,7 +46,7 @@ func (c *PaymentCommand) SignatureFields() []string {
 		RecurrentPayment: FormatBool(c.RecurrentPayment),
 		RecurrenceDateTo: c.RecurrenceDateTo,
 		RecurrenceCycle:  c.RecurrenceCycle,
-		RecurrencePeriod: FormatOptInt(c.RecurrencePeriod),
+		RecurrencePeriod: formatOptInt(c.RecurrencePeriod),
 		PaymentChannels:  c.PaymentChannels,
 	}.Fields()
 }
@@ -57,15 +57,15 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 	switch {
 	case c.TotalPrice == nil || *c.TotalPrice <= 0:
 		return nil, refuse("paymentCommand.totalPrice must be a positive amount in minor units")
-	case Trim(c.Currency) == "":
+	case trim(c.Currency) == "":
 		return nil, refuse("missing paymentCommand.currency")
-	case Trim(c.OrderNumber) == "":
+	case trim(c.OrderNumber) == "":
 		return nil, refuse("missing paymentCommand.orderNumber")
-	case Trim(c.ProductName) == "":
+	case trim(c.ProductName) == "":
 		return nil, refuse("missing paymentCommand.productName")
 	}
 	for _, u := range []struct{ name, v string }{{"successURL", c.SuccessURL}, {"failedURL", c.FailedURL}} {
-		if !absoluteURL(Trim(u.v)) {
+		if !absoluteURL(trim(u.v)) {
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
@@ -77,16 +77,16 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 	if payer.AllowedPaymentInstruments == nil && payer.DefaultPaymentInstrument == "" && payer.Contact == nil {
 		payer = nil
 	}
-	product := Trim(c.ProductName)
+	product := trim(c.ProductName)
 	req := &restbackend.PaymentRequest{
 		Payer:            payer,
 		Target:           restbackend.Target{Type: "ACCOUNT", GoID: goid},
 		Items:            []restbackend.Item{{Type: "ITEM", Name: product, Amount: *c.TotalPrice, Count: 1}},
 		Amount:           *c.TotalPrice,
-		Currency:         strings.ToUpper(Trim(c.Currency)),
-		OrderNumber:      Trim(c.OrderNumber),
+		Currency:         strings.ToUpper(trim(c.Currency)),
+		OrderNumber:      trim(c.OrderNumber),
 		OrderDescription: product,
-		Lang:             strings.ToUpper(Trim(c.Lang)),
+		Lang:             strings.ToUpper(trim(c.Lang)),
 		Callback:         s.callbacks(goid),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
@@ -106,7 +106,7 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 }
 
 func recurrence(c *PaymentCommand) (*restbackend.Recurrence, *refusal) {
-	rec := &restbackend.Recurrence{RecurrenceCycle: strings.ToUpper(Trim(c.RecurrenceCycle))}
+	rec := &restbackend.Recurrence{RecurrenceCycle: strings.ToUpper(trim(c.RecurrenceCycle))}
 	switch rec.RecurrenceCycle {
 	case restbackend.CycleDay, restbackend.CycleWeek, restbackend.CycleMonth, restbackend.CycleOnDemand:
 	case "":
@@ -122,7 +122,7 @@ func recurrence(c *PaymentCommand) (*restbackend.Recurrence, *refusal) {
 	} else if rec.RecurrenceCycle != restbackend.CycleOnDemand {
 		return nil, refuse("paymentCommand.recurrencePeriod is required for cycle %s", rec.RecurrenceCycle)
 	}
-	if d := Trim(c.RecurrenceDateTo); d != "" {
+	if d := trim(c.RecurrenceDateTo); d != "" {
 		if _, err := time.Parse("2006-01-02", d); err != nil {
 			return nil, refuse("paymentCommand.recurrenceDateTo must be a date yyyy-MM-dd")
 		}
@@ -191,7 +191,7 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	// written the payment stays unpaid and lapses; failing is safe.
 	sess := store.Session{
 		PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
-		Amount: p.Amount, Currency: p.Currency, SuccessURL: Trim(c.SuccessURL), FailedURL: Trim(c.FailedURL),
+		Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
 		CreatedAt: s.now(),
 	}
 	if err := s.store.SaveSession(ctx, sess); err != nil {
@@ -229,14 +229,14 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 	if rr.ParentPaymentSessionID == nil {
 		return fail(refuse("missing recurrenceRequest.parentPaymentSessionId"))
 	}
-	if !Verify(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(FormatOptInt(rr.ParentPaymentSessionID), FormatOptInt(rr.TargetGoID),
-		rr.OrderNumber, FormatOptInt(rr.TotalPrice))...) {
+	if !Verify(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID), formatOptInt(rr.TargetGoID),
+		rr.OrderNumber, formatOptInt(rr.TotalPrice))...) {
 		return fail(badSignature("recurrenceRequest"))
 	}
 	switch {
 	case rr.TotalPrice == nil || *rr.TotalPrice <= 0:
 		return fail(refuse("recurrenceRequest.totalPrice must be a positive amount in minor units"))
-	case Trim(rr.OrderNumber) == "":
+	case trim(rr.OrderNumber) == "":
 		return fail(refuse("missing recurrenceRequest.orderNumber"))
 	}
 	m, parentID := ref.M, *rr.ParentPaymentSessionID
@@ -261,15 +261,15 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 		parent = store.Session{PaymentID: parentID, GoID: m.GoID, Currency: p.Currency}
 	}
 	itemName := parent.ProductName
-	if Trim(itemName) == "" {
-		itemName = "order " + Trim(rr.OrderNumber)
+	if trim(itemName) == "" {
+		itemName = "order " + trim(rr.OrderNumber)
 	}
 	req := &restbackend.RecurrenceRequest{
 		Amount:           *rr.TotalPrice,
 		Currency:         parent.Currency,
-		OrderNumber:      Trim(rr.OrderNumber),
-		OrderDescription: Trim(parent.ProductName),
-		Items:            []restbackend.Item{{Type: "ITEM", Name: Trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
+		OrderNumber:      trim(rr.OrderNumber),
+		OrderDescription: trim(parent.ProductName),
+		Items:            []restbackend.Item{{Type: "ITEM", Name: trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
 	}
 	child, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
 	if err != nil {

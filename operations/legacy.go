@@ -5,9 +5,9 @@ import "github.com/legacybridge/soapbridge/restbackend"
 // Values of the legacy result fields.
 const (
 	CallCompleted = "CALL_COMPLETED" // EPaymentStatus.result
-	CallFailed    = "CALL_FAILED"
+	callFailed    = "CALL_FAILED"
 	Finished      = "FINISHED" // EPaymentResult.result, EBuyerCreateResult.result
-	Accepted      = "ACCEPTED"
+	accepted      = "ACCEPTED"
 	Failed        = "FAILED"
 )
 
@@ -22,13 +22,13 @@ func deref(s *string) string {
 // exactly as the reply carries them.
 func (st *PaymentStatus) SignatureFields() []string {
 	return PaymentStatusFields{
-		TargetGoID:             FormatOptInt(st.TargetGoID),
+		TargetGoID:             formatOptInt(st.TargetGoID),
 		ProductName:            deref(st.ProductName),
-		TotalPrice:             FormatOptInt(st.TotalPrice),
+		TotalPrice:             formatOptInt(st.TotalPrice),
 		Currency:               deref(st.Currency),
 		OrderNumber:            deref(st.OrderNumber),
 		RecurrentPayment:       FormatBool(st.RecurrentPayment),
-		ParentPaymentSessionID: FormatOptInt(st.ParentPaymentSessionID),
+		ParentPaymentSessionID: formatOptInt(st.ParentPaymentSessionID),
 		PreAuthorization:       FormatBool(st.PreAuthorization),
 		Result:                 st.Result,
 		SessionState:           deref(st.SessionState),
@@ -84,7 +84,7 @@ func ptr[T any](v T) *T { return &v }
 
 // sign sets the paymentResult signature with secureKey.
 func (r *PaymentResult) sign(secureKey string) error {
-	sig, err := Sign(secureKey, PaymentResultFields(FormatOptInt(r.PaymentSessionID), r.Result)...)
+	sig, err := Sign(secureKey, PaymentResultFields(formatOptInt(r.PaymentSessionID), r.Result)...)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *PaymentResu
 	case restbackend.ResultFinished:
 		r.Result = Finished
 	case restbackend.ResultAccepted:
-		r.Result = Accepted
+		r.Result = accepted
 	case restbackend.ResultFailed:
 		r.Result = Failed
 		r.ResultDescription = ptr("the payment gateway answered FAILED")
@@ -185,8 +185,8 @@ func (s *Service) refundRequest(ctx context.Context, op string, in *RefundReques
 	case currency == "":
 		return fail(refuse("missing refundRequest.currency"))
 	}
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, RefundRequestFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID),
-		FormatOptInt(amount), currency, in.Description)...) {
+	if !Verify(ref.M.SecureKey, in.EncryptedSignature, RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID),
+		formatOptInt(amount), currency, in.Description)...) {
 		return fail(badSignature("refundRequest"))
 	}
 	if *amount <= 0 {

@@ -24,8 +24,8 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// TouchReply is what touch answers.
-const TouchReply = "OK"
+// touchReply is what touch answers.
+const touchReply = "OK"
 
 // Config configures a Service.
 type Config struct {
@@ -117,15 +117,9 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Merchant returns the configured merchant of goid.
-func (s *Service) Merchant(goid int64) (Merchant, bool) {
-	m, ok := s.merchants[goid]
-	return m, ok
-}
-
 // logFor is the logger of the request behind ctx (with its request id), or
 // the service's own.
 func (s *Service) logFor(ctx context.Context) *zap.Logger { return logctx.From(ctx, s.log) }
 
 // Touch answers a liveness string; it does not call the gateway.
-func (s *Service) Touch(ctx context.Context) (string, error) { return TouchReply, nil }
+func (s *Service) Touch(ctx context.Context) (string, error) { return touchReply, nil }

@@ -19,8 +19,8 @@ import (
 // they are what every legacy client computes and checks, so the bridge must
 // speak them exactly.
 
-// ErrShortSecureKey means a secure key cannot key Triple DES.
-var ErrShortSecureKey = errors.New("secure key must be at least 24 bytes")
+// errShortSecureKey means a secure key cannot key Triple DES.
+var errShortSecureKey = errors.New("secure key must be at least 24 bytes")
 
 // Sign returns the signature of fields under secureKey.
 func Sign(secureKey string, fields ...string) (string, error) {
@@ -60,8 +60,8 @@ func Verify(secureKey, signature string, fields ...string) bool {
 	return subtle.ConstantTimeCompare(plain, want) == 1
 }
 
-// JoinFields is the string that is hashed: fields and the key joined by "|".
-func JoinFields(secureKey string, fields ...string) string {
+// joinFields is the string that is hashed: fields and the key joined by "|".
+func joinFields(secureKey string, fields ...string) string {
 	var b strings.Builder
 	for _, f := range fields {
 		b.WriteString(f)
@@ -72,13 +72,13 @@ func JoinFields(secureKey string, fields ...string) string {
 }
 
 func hashHex(secureKey string, fields []string) string {
-	sum := sha1.Sum([]byte(JoinFields(secureKey, fields...)))
+	sum := sha1.Sum([]byte(joinFields(secureKey, fields...)))
 	return hex.EncodeToString(sum[:])
 }
 
 func tripleDES(secureKey string) (cipher.Block, error) {
 	if len(secureKey) < 24 {
-		return nil, ErrShortSecureKey
+		return nil, errShortSecureKey
 	}
 	return des.NewTripleDESCipher([]byte(secureKey[:24]))
 }
@@ -97,8 +97,8 @@ func ecb(block cipher.Block, dst, src []byte, fn func(dst, src []byte)) {
 // FormatInt renders an integer in plain decimal.
 func FormatInt(n int64) string { return strconv.FormatInt(n, 10) }
 
-// FormatOptInt renders an optional integer; absent is empty.
-func FormatOptInt(n *int64) string {
+// formatOptInt renders an optional integer; absent is empty.
+func formatOptInt(n *int64) string {
 	if n == nil {
 		return ""
 	}
@@ -116,8 +116,8 @@ func FormatBool(b *bool) string {
 	return "0"
 }
 
-// Trim removes the whitespace the legacy library strips from marked fields.
-func Trim(s string) string { return strings.Trim(s, " \t\r\n\x00\x0b") }
+// trim removes the whitespace the legacy library strips from marked fields.
+func trim(s string) string { return strings.Trim(s, " \t\r\n\x00\x0b") }
 
 // Field orders of the signature kinds (legacy-protocol.md). Optional values
 // are passed already rendered, so callers sign exactly what they send.
@@ -137,9 +137,9 @@ type PaymentCommandFields struct {
 
 // Fields returns the joined order, trimming the marked fields.
 func (c PaymentCommandFields) Fields() []string {
-	return []string{c.TargetGoID, Trim(c.ProductName), c.TotalPrice, Trim(c.Currency), Trim(c.OrderNumber),
-		Trim(c.FailedURL), Trim(c.SuccessURL), c.PreAuthorization, c.RecurrentPayment,
-		Trim(c.RecurrenceDateTo), Trim(c.RecurrenceCycle), Trim(c.RecurrencePeriod), Trim(c.PaymentChannels)}
+	return []string{c.TargetGoID, trim(c.ProductName), c.TotalPrice, trim(c.Currency), trim(c.OrderNumber),
+		trim(c.FailedURL), trim(c.SuccessURL), c.PreAuthorization, c.RecurrentPayment,
+		trim(c.RecurrenceDateTo), trim(c.RecurrenceCycle), trim(c.RecurrencePeriod), trim(c.PaymentChannels)}
 }
 
 // PaymentStatusFields: every EPaymentStatus reply.
@@ -151,19 +151,19 @@ type PaymentStatusFields struct {
 
 // Fields returns the joined order, trimming the marked fields.
 func (s PaymentStatusFields) Fields() []string {
-	return []string{s.TargetGoID, Trim(s.ProductName), s.TotalPrice, s.Currency, Trim(s.OrderNumber),
+	return []string{s.TargetGoID, trim(s.ProductName), s.TotalPrice, s.Currency, trim(s.OrderNumber),
 		s.RecurrentPayment, s.ParentPaymentSessionID, s.PreAuthorization, s.Result, s.SessionState,
 		s.SessionSubState, s.PaymentChannel}
 }
 
 // PaymentResultFields: every EPaymentResult reply.
 func PaymentResultFields(paymentSessionID, result string) []string {
-	return []string{paymentSessionID, Trim(result)}
+	return []string{paymentSessionID, trim(result)}
 }
 
 // PaymentIdentityFields: return redirects and notifications to the e-shop.
 func PaymentIdentityFields(goid, paymentSessionID, parentPaymentSessionID, orderNumber string) []string {
-	return []string{goid, paymentSessionID, parentPaymentSessionID, Trim(orderNumber)}
+	return []string{goid, paymentSessionID, parentPaymentSessionID, trim(orderNumber)}
 }
 
 // RecurrenceRequestFields: createRecurrentPayment requests.

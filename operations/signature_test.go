@@ -89,7 +89,7 @@ func TestLegacySignatureVectors(t *testing.T) {
 		kinds[v.Kind] = true
 		t.Run(fmt.Sprintf("%02d_%s", i, v.Kind), func(t *testing.T) {
 			fields := vectorFields(t, v)
-			assert.Equal(t, v.Concatenated, JoinFields(v.SecureKey, fields...))
+			assert.Equal(t, v.Concatenated, joinFields(v.SecureKey, fields...))
 			sum := sha1.Sum([]byte(v.Concatenated))
 			assert.Equal(t, v.SHA1Hex, hex.EncodeToString(sum[:]))
 			sig, err := Sign(v.SecureKey, fields...)
@@ -119,7 +119,7 @@ func TestVerifyRejects(t *testing.T) {
 	assert.False(t, Verify(key, "", fields...), "empty")
 	assert.False(t, Verify("short", sig, fields...), "short key")
 	_, err = Sign("short", fields...)
-	assert.ErrorIs(t, err, ErrShortSecureKey)
+	assert.ErrorIs(t, err, errShortSecureKey)
 }
 
 func bytesUpper(s string) string { return string(bytes.ToUpper([]byte(s))) }

@@ -40,7 +40,7 @@ func (s *Service) readSessionInfo(in *SessionInfo, part string) (sessionRef, *re
 	if ref.PaymentID == nil {
 		return ref, refuse("missing %s.paymentSessionId", part)
 	}
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, PaymentSessionFields(FormatOptInt(ref.GoID), FormatOptInt(ref.PaymentID))...) {
+	if !Verify(ref.M.SecureKey, in.EncryptedSignature, PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID))...) {
 		return ref, badSignature(part)
 	}
 	return ref, nil
@@ -65,7 +65,7 @@ func badSignature(part string) *refusal {
 
 // failedStatus is the CALL_FAILED reply to ref, signed when a key is known.
 func (s *Service) failedStatus(ref sessionRef, desc string) *PaymentStatus {
-	st := &PaymentStatus{TargetGoID: ref.GoID, PaymentSessionID: ref.PaymentID, Result: CallFailed, ResultDescription: &desc}
+	st := &PaymentStatus{TargetGoID: ref.GoID, PaymentSessionID: ref.PaymentID, Result: callFailed, ResultDescription: &desc}
 	if ref.Known {
 		if err := st.sign(ref.M.SecureKey); err != nil {
 			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
