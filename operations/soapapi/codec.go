@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/soapenc"
@@ -45,14 +46,27 @@ var tableTypes = func() map[string]wsdl.Type {
 	return m
 }()
 
+// fieldCache holds legacyFields per type: the bindings are fixed, and
+// walking the struct on every call would cost a map per value.
+var fieldCache sync.Map // reflect.Type → map[string][]int
+
 // legacyFields maps the legacy tags of t (and of its embedded structs) to
-// field index paths.
+// field index paths. The map is shared: callers must not modify it.
 func legacyFields(t reflect.Type) map[string][]int {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	m := walkFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func walkFields(t reflect.Type) map[string][]int {
 	out := map[string][]int{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for name, idx := range legacyFields(f.Type) {
+			for name, idx := range walkFields(f.Type) {
 				out[name] = append([]int{i}, idx...)
 			}
 			continue
@@ -84,7 +98,7 @@ func untaggedFields(t reflect.Type) []string {
 // checkBinding reports whether the Go type bound to table type tt declares
 // exactly its members, with Go types that can carry them.
 func checkBinding(tt wsdl.Type, gt reflect.Type) error {
-	fs := legacyFields(gt)
+	fs := walkFields(gt) // a copy: matched members are deleted below
 	for _, f := range tt.Fields {
 		idx, ok := fs[f.Name]
 		if !ok {
