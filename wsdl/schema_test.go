@@ -23,7 +23,11 @@ func TestEncodingSchemaDefinesWhatTheWSDLUses(t *testing.T) {
 	declared := map[string]bool{}
 	for _, e := range root.ChildElements() {
 		if name := e.SelectAttrValue("name", ""); name != "" {
-			declared[e.Tag+" "+name] = true
+			kind := e.Tag
+			if kind == "complexType" || kind == "simpleType" {
+				kind = "type"
+			}
+			declared[kind+" "+name] = true
 		}
 	}
 
@@ -40,7 +44,7 @@ func TestEncodingSchemaDefinesWhatTheWSDLUses(t *testing.T) {
 			if a.Key == "ref" && e.Tag == "attribute" {
 				used["attribute "+name] = true
 			} else if a.Key == "type" || a.Key == "base" {
-				used["complexType "+name] = true
+				used["type "+name] = true
 			}
 		}
 		for _, c := range e.ChildElements() {
@@ -48,7 +52,7 @@ func TestEncodingSchemaDefinesWhatTheWSDLUses(t *testing.T) {
 		}
 	}
 	walk(doc.Root())
-	require.True(t, used["complexType Array"] && used["attribute arrayType"] && used["complexType string"],
+	require.True(t, used["type Array"] && used["attribute arrayType"] && used["type string"],
 		"the WSDL no longer uses what this test expects: %v", used)
 	for u := range used {
 		assert.True(t, declared[u], "the encoding schema lacks %s", u)
@@ -85,4 +89,15 @@ func TestHandlerServesEncodingSchema(t *testing.T) {
 	// Other xsd values are not a schema of ours: the service page.
 	w := serve(t, "", soapPath+"?xsd=other", "bridge.example.com")
 	assert.Equal(t, "text/html; charset=UTF-8", w.Header().Get("Content-Type"))
+}
+
+// TestEncodingSchemaNamesNothingOfItsOwn: zeep resolves a name in the
+// encoding namespace by fetching the namespace URL, even inside the schema
+// of that namespace; so no prefix may be bound to it there, and the
+// namespace appears only as the targetNamespace.
+func TestEncodingSchemaNamesNothingOfItsOwn(t *testing.T) {
+	assert.Equal(t, 1, strings.Count(string(EncodingSchema()), NSSOAPEnc))
+	doc := etree.NewDocument()
+	require.NoError(t, doc.ReadFromBytes(EncodingSchema()))
+	assert.Empty(t, doc.Root().SelectAttrValue("xmlns", ""), "no default namespace that QNames would resolve into")
 }
