@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -21,6 +22,15 @@ var channels = []channel{
 	{"eu_gp_u", restbackend.InstrumentPaymentCard, ""},
 	{"eu_gp_kb", restbackend.InstrumentPaymentCard, ""},
 	{"eu_om", restbackend.InstrumentPaymentCard, ""},
+	// Codes outside the published table that shops still send. Both are card
+	// gateways: the client libraries of the era name cz_gp_c "WEBPAY" (the
+	// GP webpay card gateway, the same "_gp_" family as eu_gp_u and eu_gp_kb)
+	// and cz_cs_c the card gateway of Česká spořitelna ("E-commerce 3-D
+	// Secure", the "_c" of a card beside that bank's cz_csas button). REST has
+	// one card instrument whatever the acquirer, so both allow PAYMENT_CARD;
+	// status replies still show eu_gp_u for a card.
+	{"cz_gp_c", restbackend.InstrumentPaymentCard, ""},
+	{"cz_cs_c", restbackend.InstrumentPaymentCard, ""},
 	{"cz_kb", restbackend.InstrumentBankAccount, "KOMBCZPP"},
 	{"cz_rb", restbackend.InstrumentBankAccount, "RZBCCZPP"},
 	{"cz_mb", restbackend.InstrumentBankAccount, "BREXCZPP"},
@@ -83,24 +93,73 @@ func legacyCode(instrument, swift string) (string, bool) {
 }
 
 // allowedMethods maps paymentChannels (comma separated) and
-// defaultPaymentChannel onto the payer's method settings. An empty list
-// leaves every method the e-shop has enabled allowed. Bank buttons restrict
-// the allowed banks, unless eu_bank (any bank, offline) is in the list: REST
-// cannot say "these buttons plus offline transfer from any bank", so then
-// every bank stays allowed.
+// defaultPaymentChannel onto the payer's method settings, refusing any code
+// it does not know. Kept for the current createPayment path; new callers use
+// selectChannels, which drops unknown codes instead.
 func allowedMethods(list, def string) (*restbackend.Payer, error) {
+	sel, _ := selectChannels(list, def)
+	if len(sel.DroppedList) > 0 { // also when none was known
+		return nil, fmt.Errorf("unknown payment channel %q in paymentChannels", sel.DroppedList[0])
+	}
+	if sel.DroppedDefault != "" {
+		return nil, fmt.Errorf("unknown payment channel %q in defaultPaymentChannel", sel.DroppedDefault)
+	}
+	return sel.Payer, nil
+}
+
+// channelSelection is paymentChannels and defaultPaymentChannel read into
+// the payer's method settings, with the codes that were left out.
+type channelSelection struct {
+	Payer *restbackend.Payer
+	// DroppedList are the unknown codes of paymentChannels, each once, in
+	// the order sent; DroppedDefault an unknown defaultPaymentChannel. The
+	// caller logs a warning naming them and the merchant.
+	DroppedList    []string
+	DroppedDefault string
+}
+
+// Dropped are all codes left out (list, then default), for one log line.
+func (s channelSelection) Dropped() []string {
+	if s.DroppedDefault == "" {
+		return s.DroppedList
+	}
+	return append(append([]string(nil), s.DroppedList...), s.DroppedDefault)
+}
+
+// ErrNoKnownChannel: paymentChannels named channels, none of them known.
+// Going ahead would offer every method, which the shop did not ask for.
+var ErrNoKnownChannel = errors.New("no known payment channel in paymentChannels")
+
+// selectChannels maps paymentChannels and defaultPaymentChannel onto the
+// payer's method settings. Codes are separated by "," with any spaces
+// around them (", " and "," both occur). Unknown codes are dropped, so that
+// one stale code in a shop's configuration does not fail every payment; the
+// call fails (ErrNoKnownChannel, wrapped with the codes) only when the list
+// named codes and none is known. An empty list leaves every method the
+// e-shop has enabled allowed. An unknown default is dropped and the gateway
+// preselects. Bank buttons restrict the allowed banks, unless eu_bank (any
+// bank, offline) is in the list: REST cannot say "these buttons plus offline
+// transfer from any bank", so then every bank stays allowed.
+func selectChannels(list, def string) (channelSelection, error) {
 	p := &restbackend.Payer{}
-	anyBank := false
+	var sel channelSelection
+	anyBank, named := false, false
 	seenInst := map[string]bool{}
 	seenSwift := map[string]bool{}
+	seenDropped := map[string]bool{}
 	for _, code := range strings.Split(list, ",") {
-		code = strings.TrimSpace(code)
+		code = Trim(code)
 		if code == "" {
 			continue
 		}
+		named = true
 		c, ok := channelByCode(code)
 		if !ok {
-			return nil, fmt.Errorf("unknown payment channel %q in paymentChannels", code)
+			if !seenDropped[code] {
+				seenDropped[code] = true
+				sel.DroppedList = append(sel.DroppedList, code)
+			}
+			continue
 		}
 		if !seenInst[c.Instrument] {
 			seenInst[c.Instrument] = true
@@ -115,16 +174,20 @@ func allowedMethods(list, def string) (*restbackend.Payer, error) {
 			}
 		}
 	}
+	if named && len(p.AllowedPaymentInstruments) == 0 {
+		return sel, fmt.Errorf("%w (unknown: %s)", ErrNoKnownChannel, strings.Join(sel.DroppedList, ", "))
+	}
 	if anyBank {
 		p.AllowedSwifts = nil
 	}
-	if def = strings.TrimSpace(def); def != "" {
-		c, ok := channelByCode(def)
-		if !ok {
-			return nil, fmt.Errorf("unknown payment channel %q in defaultPaymentChannel", def)
+	if def = Trim(def); def != "" {
+		if c, ok := channelByCode(def); ok {
+			p.DefaultPaymentInstrument = c.Instrument
+			p.DefaultSwift = c.Swift
+		} else {
+			sel.DroppedDefault = def
 		}
-		p.DefaultPaymentInstrument = c.Instrument
-		p.DefaultSwift = c.Swift
 	}
-	return p, nil
+	sel.Payer = p
+	return sel, nil
 }

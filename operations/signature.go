@@ -5,11 +5,16 @@ import (
 	"crypto/cipher"
 	"crypto/des"
 	"crypto/sha1"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/text/encoding/charmap"
 )
 
 // The legacy signature ("encryptedSignature"): the fields of a message are
@@ -38,26 +43,86 @@ func Sign(secureKey string, fields ...string) (string, error) {
 }
 
 // Verify reports whether signature is the signature of fields under
-// secureKey. Hex in any letter case is accepted; the comparison is in
+// secureKey, hashed as UTF-8 or, failing that, as windows-1250 (see
+// VerifyCompat). Hex in any letter case is accepted; the comparison is in
 // constant time.
 func Verify(secureKey, signature string, fields ...string) bool {
+	_, ok := VerifyCompat(secureKey, signature, fields)
+	return ok
+}
+
+// Charset names the encoding a client hashed the joined string in.
+type Charset string
+
+const (
+	CharsetUTF8        Charset = "UTF-8"
+	CharsetWindows1250 Charset = "windows-1250"
+)
+
+// VerifyCompat reports whether signature verifies over one of the field
+// lists alts, and in which charset the client hashed it. Give the canonical
+// list first and client variants after it (PaymentCommandFields.Untrimmed
+// for the .NET library, which trims nothing).
+//
+// Each joined string is hashed as UTF-8 first and, failing that, as
+// windows-1250: the Java library hashes in the JVM's platform charset
+// (windows-1250 on a Czech Windows server) and base-integration forms are
+// signed in the charset of the shop's page. A string with a character
+// windows-1250 lacks, or plain ASCII (the same bytes), gets no second try.
+//
+// The signature is decrypted once. Trailing bytes up to and including the
+// space are stripped, as the original Java service did with String.trim():
+// the zero padding of the legacy libraries (also the Java library's whole
+// extra block of zeros, 96 hex characters), whitespace, and PKCS#5 padding
+// (bytes 1..8), which clients using their platform's default DESede cipher
+// send.
+func VerifyCompat(secureKey, signature string, alts ...[]string) (Charset, bool) {
 	block, err := tripleDES(secureKey)
 	if err != nil {
-		return false
+		return "", false
 	}
 	raw, err := hex.DecodeString(strings.TrimSpace(signature))
 	if err != nil || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
-		return false
+		return "", false
 	}
 	plain := make([]byte, len(raw))
 	ecb(block, plain, raw, block.Decrypt)
-	// Strip trailing bytes up to and including the space, as the original
-	// Java service did with String.trim(): the zero padding of the legacy
-	// libraries, whitespace, and also PKCS#5 padding (bytes 1..8), which
-	// clients using their platform's default DESede cipher send.
 	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
-	want := []byte(hashHex(secureKey, fields))
-	return subtle.ConstantTimeCompare(plain, want) == 1
+	for _, fields := range alts {
+		if hashEquals(plain, []byte(JoinFields(secureKey, fields...))) {
+			return CharsetUTF8, true
+		}
+	}
+	for _, fields := range alts {
+		joined := JoinFields(secureKey, fields...)
+		if isASCII(joined) {
+			continue
+		}
+		cp, err := charmap.Windows1250.NewEncoder().String(joined)
+		if err != nil { // a character windows-1250 cannot carry
+			continue
+		}
+		if hashEquals(plain, []byte(cp)) {
+			return CharsetWindows1250, true
+		}
+	}
+	return "", false
+}
+
+func hashEquals(plain, joined []byte) bool {
+	sum := sha1.Sum(joined)
+	var want [2 * sha1.Size]byte
+	hex.Encode(want[:], sum[:])
+	return subtle.ConstantTimeCompare(plain, want[:]) == 1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // joinFields is the string that is hashed: fields and the key joined by "|".
@@ -76,11 +141,38 @@ func hashHex(secureKey string, fields []string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ciphers caches the Triple DES cipher per key: building the key schedule
+// costs more than the rest of a signature, and every call needs one. Keyed
+// by a hash so the cache holds no key text; bounded, since keys come from
+// the merchant configuration and a changed key must not grow it forever.
+var ciphers struct {
+	m sync.Map // [sha256.Size]byte → cipher.Block
+	n atomic.Int32
+}
+
+const maxCachedCiphers = 256
+
 func tripleDES(secureKey string) (cipher.Block, error) {
 	if len(secureKey) < 24 {
 		return nil, errShortSecureKey
 	}
-	return des.NewTripleDESCipher([]byte(secureKey[:24]))
+	key := []byte(secureKey[:24])
+	id := sha256.Sum256(key)
+	if b, ok := ciphers.m.Load(id); ok {
+		return b.(cipher.Block), nil
+	}
+	block, err := des.NewTripleDESCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	// The stdlib block cipher is read-only after construction, so one value
+	// serves concurrent calls.
+	if ciphers.n.Load() < maxCachedCiphers {
+		if _, loaded := ciphers.m.LoadOrStore(id, block); !loaded {
+			ciphers.n.Add(1)
+		}
+	}
+	return block, nil
 }
 
 // ecb applies fn block by block; the standard library offers no ECB mode on
@@ -142,6 +234,15 @@ func (c PaymentCommandFields) Fields() []string {
 		trim(c.RecurrenceDateTo), trim(c.RecurrenceCycle), trim(c.RecurrencePeriod), trim(c.PaymentChannels)}
 }
 
+// Untrimmed returns the joined order with every value as sent: the .NET
+// library trims nothing before signing. Verify with it as an alternative
+// after Fields (VerifyCompat).
+func (c PaymentCommandFields) Untrimmed() []string {
+	return []string{c.TargetGoID, c.ProductName, c.TotalPrice, c.Currency, c.OrderNumber,
+		c.FailedURL, c.SuccessURL, c.PreAuthorization, c.RecurrentPayment,
+		c.RecurrenceDateTo, c.RecurrenceCycle, c.RecurrencePeriod, c.PaymentChannels}
+}
+
 // PaymentStatusFields: every EPaymentStatus reply.
 type PaymentStatusFields struct {
 	TargetGoID, ProductName, TotalPrice, Currency, OrderNumber, RecurrentPayment string
@@ -179,4 +280,17 @@ func RefundRequestFields(goid, paymentSessionID, amount, currency, description s
 // StatementRequestFields: the statement download.
 func StatementRequestFields(dateFrom, dateTo, goid, currency string) []string {
 	return []string{dateFrom, dateTo, goid, currency}
+}
+
+// StatementRequestFieldsNoCurrency: the statement download of the Java 2.4
+// and .NET libraries, which send no currency and sign four fields.
+func StatementRequestFieldsNoCurrency(dateFrom, dateTo, goid string) []string {
+	return []string{dateFrom, dateTo, goid}
+}
+
+// CreateBuyerFields: the createBuyer request as the Java 2.4 library signs
+// it (eshopGoId|buyerUsername|buyerEmail|secureKey); the protocol itself
+// publishes no scheme for it.
+func CreateBuyerFields(eshopGoID, buyerUsername, buyerEmail string) []string {
+	return []string{eshopGoID, buyerUsername, buyerEmail}
 }

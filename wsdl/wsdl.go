@@ -2,6 +2,8 @@ package wsdl
 
 import (
 	"bytes"
+	_ "embed"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -15,13 +17,15 @@ type Options struct {
 	ServiceNamespace string
 }
 
-// Doc is the rendered WSDL of one service namespace. Only the soap:address
-// varies per request, so the document is rendered once around it and the
-// result per address is cached (a bounded number of addresses, since an
-// address derived from request headers is chosen by the client).
+// Doc is the rendered WSDL of one service namespace. Only the service
+// address varies per request (the soap:address and the location of the
+// encoding schema, which is served beside it), so the document is rendered
+// once around it and the result per address is cached (a bounded number of
+// addresses, since an address derived from request headers is chosen by the
+// client).
 type Doc struct {
-	ns         string
-	head, tail []byte
+	ns    string
+	parts [][]byte // the document split at each address
 
 	mu    sync.Mutex
 	cache map[string][]byte
@@ -46,11 +50,38 @@ func New(opts Options) *Doc {
 	if err != nil { // writing to memory does not fail
 		panic("wsdl: render: " + err.Error())
 	}
-	i := bytes.Index(b, []byte(marker))
-	if i < 0 || bytes.Count(b, []byte(marker)) != 1 {
-		panic("wsdl: address marker not rendered exactly once")
+	parts := bytes.Split(b, []byte(marker))
+	if len(parts) < 2 {
+		panic("wsdl: address marker not rendered")
 	}
-	return &Doc{ns: ns, head: b[:i], tail: b[i+len(marker):], cache: map[string][]byte{}}
+	return &Doc{ns: ns, parts: parts, cache: map[string][]byte{}}
+}
+
+//go:embed soapenc.xsd
+var encodingSchema []byte
+
+// EncodingSchemaQuery is the query that asks the SOAP address for the
+// SOAP-encoding schema: the WSDL imports it from {address}?xsd=soapenc.
+const EncodingSchemaQuery = "xsd=soapenc"
+
+// EncodingSchema returns the SOAP 1.1 encoding schema
+// (http://schemas.xmlsoap.org/soap/encoding/) the WSDL imports, to be served
+// at {address}?xsd=soapenc as text/xml. Schema-validating clients (zeep)
+// resolve every import; without a location of the bridge's own they fetch
+// the schema from the internet and fail offline. The slice is shared:
+// callers must not modify it.
+func EncodingSchema() []byte { return encodingSchema }
+
+// WantsEncodingSchema reports whether the query of r asks for the encoding
+// schema (?xsd=soapenc, any letter case). The SOAP address must serve it on
+// GET beside the WSDL: the WSDL's imports point there.
+func WantsEncodingSchema(r *http.Request) bool {
+	for k, vs := range r.URL.Query() {
+		if strings.EqualFold(k, "xsd") && len(vs) > 0 && strings.EqualFold(vs[0], "soapenc") {
+			return true
+		}
+	}
+	return false
 }
 
 // Namespace returns the service namespace the document was rendered for.
@@ -65,9 +96,7 @@ func (d *Doc) Bytes(address string) []byte {
 	if ok {
 		return b
 	}
-	esc := escapeAttr(address)
-	b = make([]byte, 0, len(d.head)+len(esc)+len(d.tail))
-	b = append(append(append(b, d.head...), esc...), d.tail...)
+	b = bytes.Join(d.parts, []byte(escapeAttr(address)))
 	d.mu.Lock()
 	if len(d.cache) < maxCached {
 		d.cache[address] = b
@@ -113,7 +142,11 @@ func build(ns string) *etree.Document {
 				schema.CreateElement("import").CreateAttr("namespace", schemaNS[other])
 			}
 		}
-		schema.CreateElement("import").CreateAttr("namespace", NSSOAPEnc)
+		// With a location of the bridge's own: clients that resolve imports
+		// would otherwise fetch the schema from its namespace URL.
+		enc := schema.CreateElement("import")
+		enc.CreateAttr("namespace", NSSOAPEnc)
+		enc.CreateAttr("schemaLocation", marker+"?"+EncodingSchemaQuery)
 		for _, t := range Types {
 			if t.Prefix == prefix {
 				writeType(schema, t)

@@ -23,6 +23,9 @@ func WSDLHandler(d *wsdl.Doc, publicURL, soapPath string, serviceName string) ec
 		serviceName = wsdl.ServiceName
 	}
 	return func(c echo.Context) error {
+		if WantsEncodingSchema(c.Request()) { // imported by the WSDL
+			return c.Blob(http.StatusOK, "text/xml; charset=utf-8", EncodingSchema())
+		}
 		addr, err := Address(c.Request(), publicURL, soapPath)
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
