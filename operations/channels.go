@@ -148,7 +148,7 @@ func selectChannels(list, def string) (channelSelection, error) {
 	seenSwift := map[string]bool{}
 	seenDropped := map[string]bool{}
 	for _, code := range strings.Split(list, ",") {
-		code = Trim(code)
+		code = trim(code)
 		if code == "" {
 			continue
 		}
@@ -180,7 +180,7 @@ func selectChannels(list, def string) (channelSelection, error) {
 	if anyBank {
 		p.AllowedSwifts = nil
 	}
-	if def = Trim(def); def != "" {
+	if def = trim(def); def != "" {
 		if c, ok := channelByCode(def); ok {
 			p.DefaultPaymentInstrument = c.Instrument
 			p.DefaultSwift = c.Swift

@@ -59,7 +59,7 @@ var langAliases = map[string]string{
 // sends the merchant's default language and logs a warning naming the value
 // and the merchant.
 func GatewayLang(lang, fallback string) (code string, known bool) {
-	s := strings.ToUpper(Trim(lang))
+	s := strings.ToUpper(trim(lang))
 	if s == "" {
 		return "", true
 	}
@@ -72,7 +72,7 @@ func GatewayLang(lang, fallback string) (code string, known bool) {
 	if c, ok := langAliases[s]; ok {
 		return c, true
 	}
-	return strings.ToUpper(Trim(fallback)), false
+	return strings.ToUpper(trim(fallback)), false
 }
 
 // GatewayCountry maps a legacy customerData.countryCode onto the three-letter
@@ -82,7 +82,7 @@ func GatewayLang(lang, fallback string) (code string, known bool) {
 // caller leaves the country out (the contact is optional data that only
 // helps the payment along) and logs a warning.
 func GatewayCountry(code string) (iso3 string, known bool) {
-	s := strings.ToUpper(Trim(code))
+	s := strings.ToUpper(trim(code))
 	if s == "" {
 		return "", true
 	}

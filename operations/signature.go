@@ -89,12 +89,12 @@ func VerifyCompat(secureKey, signature string, alts ...[]string) (Charset, bool)
 	ecb(block, plain, raw, block.Decrypt)
 	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
 	for _, fields := range alts {
-		if hashEquals(plain, []byte(JoinFields(secureKey, fields...))) {
+		if hashEquals(plain, []byte(joinFields(secureKey, fields...))) {
 			return CharsetUTF8, true
 		}
 	}
 	for _, fields := range alts {
-		joined := JoinFields(secureKey, fields...)
+		joined := joinFields(secureKey, fields...)
 		if isASCII(joined) {
 			continue
 		}

@@ -80,7 +80,7 @@ func TestSignatureVariantVectors(t *testing.T) {
 			alts := variantAlts(t, v)
 			joinedAny := false
 			for _, a := range alts {
-				joinedAny = joinedAny || JoinFields(v.SecureKey, a...) == v.Concatenated
+				joinedAny = joinedAny || joinFields(v.SecureKey, a...) == v.Concatenated
 			}
 			assert.True(t, joinedAny, "no field list of ours joins to the client's string %q", v.Concatenated)
 			want := 80
@@ -241,7 +241,7 @@ func BenchmarkVerifyCipher(b *testing.B) {
 			}
 			plain := make([]byte, len(raw))
 			ecb(block, plain, raw, block.Decrypt)
-			if !hashEquals(bytes.TrimRight(plain, "\x00"), []byte(JoinFields(key, fields...))) {
+			if !hashEquals(bytes.TrimRight(plain, "\x00"), []byte(joinFields(key, fields...))) {
 				b.Fatal("does not verify")
 			}
 		}

@@ -1,7 +1,6 @@
 package wsdl
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -77,18 +76,6 @@ func TestWSDLImportsEncodingSchemaFromBridge(t *testing.T) {
 		assert.Equal(t, 3, imports, "one per schema")
 		assert.Nil(t, doc.FindElement("//evil"))
 	}
-}
-
-func TestHandlerServesEncodingSchema(t *testing.T) {
-	for _, q := range []string{"?xsd=soapenc", "?XSD=SoapEnc", "?x=1&xsd=soapenc"} {
-		w := serve(t, "", soapPath+q, "bridge.example.com:8080")
-		require.Equal(t, http.StatusOK, w.Code, q)
-		assert.Equal(t, "text/xml; charset=utf-8", w.Header().Get("Content-Type"))
-		assert.Equal(t, EncodingSchema(), w.Body.Bytes())
-	}
-	// Other xsd values are not a schema of ours: the service page.
-	w := serve(t, "", soapPath+"?xsd=other", "bridge.example.com")
-	assert.Equal(t, "text/html; charset=UTF-8", w.Header().Get("Content-Type"))
 }
 
 // TestEncodingSchemaNamesNothingOfItsOwn: zeep resolves a name in the

@@ -23,8 +23,8 @@ func WSDLHandler(d *wsdl.Doc, publicURL, soapPath string, serviceName string) ec
 		serviceName = wsdl.ServiceName
 	}
 	return func(c echo.Context) error {
-		if WantsEncodingSchema(c.Request()) { // imported by the WSDL
-			return c.Blob(http.StatusOK, "text/xml; charset=utf-8", EncodingSchema())
+		if wsdl.WantsEncodingSchema(c.Request()) { // imported by the WSDL
+			return c.Blob(http.StatusOK, "text/xml; charset=utf-8", wsdl.EncodingSchema())
 		}
 		addr, err := Address(c.Request(), publicURL, soapPath)
 		if err != nil {

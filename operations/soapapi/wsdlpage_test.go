@@ -137,3 +137,15 @@ func BenchmarkHandlerWSDL(b *testing.B) {
 		}
 	}
 }
+
+func TestHandlerServesEncodingSchema(t *testing.T) {
+	for _, q := range []string{"?xsd=soapenc", "?XSD=SoapEnc", "?x=1&xsd=soapenc"} {
+		w := serve(t, "", soapPath+q, "bridge.example.com:8080")
+		require.Equal(t, http.StatusOK, w.Code, q)
+		assert.Equal(t, "text/xml; charset=utf-8", w.Header().Get("Content-Type"))
+		assert.Equal(t, wsdl.EncodingSchema(), w.Body.Bytes())
+	}
+	// Other xsd values are not a schema of ours: the service page.
+	w := serve(t, "", soapPath+"?xsd=other", "bridge.example.com")
+	assert.Equal(t, "text/html; charset=UTF-8", w.Header().Get("Content-Type"))
+}
