@@ -46,7 +46,8 @@ const (
 	// body that is not JSON.
 	Malformed
 	// WrongID forwards, then relays the reply with its top-level "id"
-	// replaced by Rule.ID (the reply's id + 1000 when zero).
+	// (or "parent_id" when the reply has one: a recurrence child) replaced
+	// by Rule.ID (the old value + 1000 when zero).
 	WrongID
 	// Hang holds the request without forwarding it until the client gives
 	// up or the proxy closes.
@@ -321,12 +322,16 @@ func swapID(body []byte, id int64) []byte {
 	if err := dec.Decode(&m); err != nil || m == nil {
 		return body
 	}
+	field := "id"
+	if _, ok := m["parent_id"]; ok {
+		field = "parent_id" // a recurrence child: it belongs to another parent
+	}
 	if id == 0 {
-		n, _ := m["id"].(json.Number)
+		n, _ := m[field].(json.Number)
 		old, _ := n.Int64()
 		id = old + 1000
 	}
-	m["id"] = id
+	m[field] = id
 	b, err := json.Marshal(m)
 	if err != nil {
 		return body
