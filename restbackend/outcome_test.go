@@ -132,7 +132,7 @@ func (e *sandboxEnv) exists(id int64) bool {
 
 // proxyTimeout is the REST timeout of the client behind the fault proxy:
 // the delay and hang faults last longer.
-const proxyTimeout = 400 * time.Millisecond
+const proxyTimeout = 800 * time.Millisecond
 
 // TestOutcomeUnderFaults runs every call that moves money through the
 // fault proxy under every fault: a success only when the gateway acted and
