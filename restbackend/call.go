@@ -10,7 +10,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,8 +24,16 @@ import (
 // refund or capture must not happen twice. The only repeat of a POST is
 // after a 401, which means the gateway did not act.
 const (
-	getAttempts  = 3
-	maxReplySize = 64 << 20 // statements are files; anything larger is not ours
+	getAttempts = 3
+)
+
+// Reply caps per call kind. A JSON reply of the gateway is a few KiB; the
+// cap keeps a misbehaving gateway or proxy from making the bridge hold
+// tens of MiB per call. Statements are files and have their own cap
+// (Config.MaxStatementSize).
+const (
+	MaxJSONReply            = 1 << 20
+	DefaultMaxStatementSize = 64 << 20
 )
 
 // request is one REST call, relative to the API root.
@@ -33,13 +43,30 @@ type request struct {
 	path        string
 	contentType string // "" sends none
 	body        []byte
+	// acts: the call changes the gateway's state (moves money or creates a
+	// payment). Its failures carry an outcome other than not-done, it does
+	// not start without the REST timeout left before the caller's deadline.
+	acts bool
+	// limit caps the reply body; MaxJSONReply when zero.
+	limit int64
+	// stream: a successful reply's body is handed over unread (capped).
+	stream bool
 }
 
-// reply is a complete HTTP reply.
+func (r *request) replyLimit() int64 {
+	if r.limit > 0 {
+		return r.limit
+	}
+	return MaxJSONReply
+}
+
+// reply is a complete HTTP reply, or for a streamed request a successful
+// reply whose body is still to be read.
 type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	stream io.ReadCloser // stream requests only; the caller closes it
 }
 
 func (r *reply) ok() bool { return r.status >= 200 && r.status < 300 }
@@ -54,7 +81,7 @@ func jsonRequest(op, path string, v any) (request, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return request{}, fmt.Errorf("restbackend: %s: encode request: %w", op, err)
+		return request{}, &RequestError{Op: op, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	body := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	return request{op: op, method: http.MethodPost, path: path, contentType: ctJSON, body: body}, nil
@@ -68,21 +95,60 @@ func (c *Client) withDeadline(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, c.cfg.Timeout)
 }
 
-// callJSON runs r and decodes its JSON reply into out.
-func (c *Client) callJSON(ctx context.Context, cr Credentials, r request, out validator) error {
+// callJSON runs r and decodes its JSON reply into out; check, when not nil,
+// compares the decoded reply with the request (the payment asked about).
+func (c *Client) callJSON(ctx context.Context, cr Credentials, r request, out validator, check func() error) error {
 	rep, err := c.call(ctx, cr, r)
 	if err != nil {
 		return err
 	}
-	return decodeReply(r.op, rep, out)
+	if err := decodeReply(&r, rep, out); err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return &MalformedError{Op: r.op, Status: rep.status, Err: err, outcome: outcomeOf(&r, true, rep.status)}
+		}
+	}
+	return nil
+}
+
+// sameID checks that a reply is about the payment asked about.
+func sameID(field string, got *int64, want int64) func() error {
+	return func() error {
+		if *got != want {
+			return &MismatchError{Field: field, Want: want, Got: *got}
+		}
+		return nil
+	}
 }
 
 // call runs r with a bearer token of cr and returns a successful reply. A
 // 401 drops the token, fetches a fresh one and repeats the call once; GETs
 // are retried on transport errors and 5xx with jittered backoff.
+//
+// Deadlines: a call that acts gets its own Config.Timeout for the exchange
+// when the caller's context has no deadline, and does not start when the
+// caller's deadline is closer than Config.Timeout. Other calls are bounded
+// as a whole (retries included) by the caller's deadline or Config.Timeout.
 func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, error) {
-	ctx, cancel := c.withDeadline(ctx)
-	defer cancel()
+	cancel := func() {}
+	if !r.acts {
+		ctx, cancel = c.withDeadline(ctx)
+	}
+	rep, err := c.attempts(ctx, cr, &r)
+	if err == nil && rep.stream != nil {
+		rep.stream = &closeThen{ReadCloser: rep.stream, then: cancel}
+		return rep, nil
+	}
+	cancel()
+	return rep, err
+}
+
+func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*reply, error) {
+	if err := c.mayStart(ctx, r); err != nil {
+		return nil, err
+	}
 	key := c.tokenKey(cr)
 	tok, err := c.token(ctx, cr, key)
 	if err != nil {
@@ -91,7 +157,7 @@ func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, e
 	renewed := false
 	failures := 0
 	for attempt := 1; ; attempt++ {
-		rep, err := c.send(ctx, r, "Bearer "+tok, attempt)
+		rep, err := c.sendBounded(ctx, r, "Bearer "+tok, attempt)
 		if err == nil && rep.status == http.StatusUnauthorized && !renewed {
 			renewed = true
 			c.dropToken(key, tok)
@@ -104,7 +170,7 @@ func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, e
 			if rep.ok() {
 				return rep, nil
 			}
-			err = failure(r.op, rep)
+			err = failure(r, rep)
 		}
 		failures++
 		if r.method != http.MethodGet || failures >= getAttempts || !retryable(ctx, err) || !sleepBackoff(ctx, failures) {
@@ -113,16 +179,61 @@ func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, e
 	}
 }
 
-// send makes one HTTP exchange and reads the whole reply. Any status is a
-// reply; errors are transport failures (and an oversized reply).
-func (c *Client) send(ctx context.Context, r request, auth string, attempt int) (*reply, error) {
+// mayStart refuses a call that acts when the caller's deadline is closer
+// than the REST timeout: the gateway could act after the caller gave up.
+func (c *Client) mayStart(ctx context.Context, r *request) error {
+	if !r.acts {
+		return nil
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	if left := time.Until(dl); left < c.cfg.Timeout {
+		return &TransportError{Op: r.op, Timeout: true, Err: &NotStartedError{Left: left, Need: c.cfg.Timeout},
+			outcome: OutcomeNotDone}
+	}
+	return nil
+}
+
+// sendBounded is send under the deadline rules of call: an acting call is
+// checked again before each exchange (a token renewal takes time) and, when
+// the caller set no deadline, gets Config.Timeout of its own.
+func (c *Client) sendBounded(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
+	if !r.acts {
+		return c.send(ctx, r, auth, attempt)
+	}
+	if err := c.mayStart(ctx, r); err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	return c.send(ctx, r, auth, attempt)
+}
+
+// send makes one HTTP exchange and reads its reply up to the call's cap.
+// Any status is a reply; errors are transport failures and oversized
+// replies. Whether the request left the bridge is taken from httptrace:
+// once it is written, a failure is of unknown outcome for a call that acts.
+func (c *Client) send(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				sent.Store(true)
+			}
+		},
+	})
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
 	if err != nil {
-		return nil, fmt.Errorf("restbackend: %s: %w", r.op, err)
+		return nil, &RequestError{Op: r.op, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Accept-Language", c.cfg.AcceptLanguage)
@@ -133,79 +244,138 @@ func (c *Client) send(ctx context.Context, r request, auth string, attempt int) 
 	req.Header.Set("Authorization", auth)
 
 	start := time.Now()
-	rep, err := c.exchange(req)
+	rep, err := c.exchange(ctx, r, req, &sent)
 	fields := []zap.Field{
 		zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
-		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)),
+		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
 	}
 	var me *MalformedError
+	var te *TransportError
 	switch {
 	case err == nil:
 		c.log.Debug("gateway call", append(fields, zap.Int("status", rep.status))...)
 		return rep, nil
 	case errors.As(err, &me):
-		me.Op = r.op
 		c.log.Debug("gateway call failed", append(fields, zap.Int("status", me.Status), zap.Error(me))...)
 		return nil, me
+	case errors.As(err, &te):
+		c.log.Debug("gateway call failed", append(fields, zap.Bool("timeout", te.Timeout), zap.Error(te))...)
+		return nil, te
 	default:
-		terr := transportError(ctx, r.op, err)
-		c.log.Debug("gateway call failed", append(fields, zap.Bool("timeout", terr.Timeout), zap.Error(terr))...)
-		return nil, terr
+		return nil, err
 	}
 }
 
-func (c *Client) exchange(req *http.Request) (*reply, error) {
+func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, sent *atomic.Bool) (*reply, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, transportError(ctx, r, sent.Load(), 0, err)
+	}
+	limit := r.replyLimit()
+	tooLarge := func() error {
+		return &MalformedError{Op: r.op, Status: resp.StatusCode,
+			Err: fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit), outcome: outcomeOf(r, true, resp.StatusCode)}
+	}
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		return nil, tooLarge()
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if r.stream && ok {
+		return &reply{status: resp.StatusCode, header: resp.Header,
+			stream: &cappedBody{rc: resp.Body, left: limit, r: r, status: resp.StatusCode, ctx: ctx}}, nil
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplySize+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, transportError(ctx, r, true, resp.StatusCode, err)
 	}
-	if len(b) > maxReplySize {
-		return nil, &MalformedError{Status: resp.StatusCode, Err: fmt.Errorf("reply larger than %d bytes", maxReplySize)}
+	if int64(len(b)) > limit {
+		return nil, tooLarge()
 	}
 	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-func transportError(ctx context.Context, op string, err error) *TransportError {
+// cappedBody is a streamed reply body that fails once it passes its cap,
+// so an endless reply is an error and not an endless copy.
+type cappedBody struct {
+	rc     io.ReadCloser
+	left   int64
+	r      *request
+	status int
+	ctx    context.Context
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells an oversized body
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = 0
+		return n, &MalformedError{Op: b.r.op, Status: b.status,
+			Err: fmt.Errorf("%w: over the cap", ErrReplyTooLarge), outcome: outcomeOf(b.r, true, b.status)}
+	}
+	b.left -= int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, transportError(b.ctx, b.r, true, b.status, err)
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// closeThen runs then after closing (the cancel of the call's context).
+type closeThen struct {
+	io.ReadCloser
+	then func()
+}
+
+func (c *closeThen) Close() error {
+	err := c.ReadCloser.Close()
+	c.then()
+	return err
+}
+
+func transportError(ctx context.Context, r *request, sent bool, status int, err error) *TransportError {
 	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		timeout = true
 	}
-	return &TransportError{Op: op, Timeout: timeout, Err: err}
+	return &TransportError{Op: r.op, Timeout: timeout, Sent: sent, Err: err, outcome: outcomeOf(r, sent, status)}
 }
 
 // failure turns a non-2xx reply into an APIError, or a MalformedError when
 // it carries no error list.
-func failure(op string, rep *reply) error {
+func failure(r *request, rep *reply) error {
+	o := outcomeOf(r, true, rep.status)
 	var eb ErrorBody
 	if err := json.Unmarshal(rep.body, &eb); err != nil {
-		return &MalformedError{Op: op, Status: rep.status, Err: fmt.Errorf("failure without an error list: %w", err)}
+		return &MalformedError{Op: r.op, Status: rep.status, Err: fmt.Errorf("failure without an error list: %w", err), outcome: o}
 	}
 	if len(eb.Errors) == 0 {
-		return &MalformedError{Op: op, Status: rep.status, Err: errors.New("failure without an error list")}
+		return &MalformedError{Op: r.op, Status: rep.status, Err: errors.New("failure without an error list"), outcome: o}
 	}
-	return &APIError{Op: op, Status: rep.status, Body: eb}
+	return &APIError{Op: r.op, Status: rep.status, Body: eb, outcome: o}
 }
 
 // decodeReply decodes a successful JSON reply and checks its required
 // fields. Nothing of the body goes into the error: it may hold a token.
-func decodeReply(op string, rep *reply, out validator) error {
+func decodeReply(r *request, rep *reply, out validator) error {
+	o := outcomeOf(r, true, rep.status)
 	if ct := rep.header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return &MalformedError{Op: op, Status: rep.status, Err: fmt.Errorf("content type %q, want application/json", ct)}
+			return &MalformedError{Op: r.op, Status: rep.status, Err: fmt.Errorf("content type %q, want application/json", ct), outcome: o}
 		}
 	}
 	if err := json.Unmarshal(rep.body, out); err != nil {
-		return &MalformedError{Op: op, Status: rep.status, Err: err}
+		return &MalformedError{Op: r.op, Status: rep.status, Err: err, outcome: o}
 	}
 	if err := out.validate(); err != nil {
-		return &MalformedError{Op: op, Status: rep.status, Err: err}
+		return &MalformedError{Op: r.op, Status: rep.status, Err: err, outcome: o}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package restbackend
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,7 +33,9 @@ type Config struct {
 	Scope string
 	// Timeout bounds a whole call (including retries of GETs) when the
 	// caller's context has no deadline, and each HTTP exchange of the
-	// pooled client in any case; 30s when zero.
+	// pooled client in any case; 30s when zero. A call that acts (moves
+	// money, creates a payment) does not start when the caller's deadline
+	// is closer than Timeout (NotStartedError).
 	Timeout time.Duration
 	// HTTPClient replaces the pooled client (tests); nil means the default pool.
 	HTTPClient *http.Client
@@ -43,6 +46,9 @@ type Config struct {
 	AcceptLanguage string
 	// Now is the clock the token cache uses (tests); time.Now when nil.
 	Now func() time.Time
+	// MaxStatementSize caps an account statement; DefaultMaxStatementSize
+	// when zero. Every other reply is capped at MaxJSONReply.
+	MaxStatementSize int64
 }
 
 // DefaultUserAgent is sent when Config.UserAgent is empty.
@@ -77,6 +83,9 @@ func New(cfg Config) *Client {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxStatementSize <= 0 {
+		cfg.MaxStatementSize = DefaultMaxStatementSize
 	}
 	c := &Client{cfg: cfg, base: apiRoot(cfg.BaseURL), hc: cfg.HTTPClient, log: cfg.Logger,
 		tokens: map[string]cachedToken{}}
@@ -127,75 +136,89 @@ func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *Payment
 	if err != nil {
 		return nil, err
 	}
+	r.acts = true
 	p := new(Payment)
-	return p, c.callJSON(ctx, cr, r, p)
+	return p, c.callJSON(ctx, cr, r, p, nil)
 }
 
-// PaymentStatus: GET /payments/payment/{id}.
+// PaymentStatus: GET /payments/payment/{id}. A reply about another payment
+// is a MalformedError wrapping a MismatchError.
 func (c *Client) PaymentStatus(ctx context.Context, cr Credentials, id int64) (*Payment, error) {
 	p := new(Payment)
 	r := request{op: "payment status", method: http.MethodGet, path: paymentPath(id, "")}
-	return p, c.callJSON(ctx, cr, r, p)
+	return p, c.callJSON(ctx, cr, r, p, sameID("id", &p.ID, id))
 }
 
 // Refund: POST /payments/payment/{id}/refund with form amount.
 func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount int64) (*Result, error) {
 	body := url.Values{"amount": {strconv.FormatInt(amount, 10)}}.Encode()
 	r := request{op: "refund", method: http.MethodPost, path: paymentPath(id, "refund"),
-		contentType: ctForm, body: []byte(body)}
+		contentType: ctForm, body: []byte(body), acts: true}
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, r, res)
+	return res, c.callJSON(ctx, cr, r, res, sameID("id", &res.ID, id))
 }
 
 // RefundHistory: GET /payments/payment/{id}/refunds, the refunds made so far.
 func (c *Client) RefundHistory(ctx context.Context, cr Credentials, id int64) ([]Refund, error) {
 	r := request{op: "refund history", method: http.MethodGet, path: paymentPath(id, "refunds")}
 	var l refundList
-	if err := c.callJSON(ctx, cr, r, &l); err != nil {
+	if err := c.callJSON(ctx, cr, r, &l, nil); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-// CreateRecurrence: POST /payments/payment/{id}/create-recurrence.
+// CreateRecurrence: POST /payments/payment/{id}/create-recurrence. The
+// reply must be a child of parentID (parent_id) and not the parent itself.
 func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID int64, req *RecurrenceRequest) (*Payment, error) {
 	r, err := jsonRequest("create recurrence", paymentPath(parentID, "create-recurrence"), req)
 	if err != nil {
 		return nil, err
 	}
+	r.acts = true
 	p := new(Payment)
-	return p, c.callJSON(ctx, cr, r, p)
+	return p, c.callJSON(ctx, cr, r, p, func() error {
+		if p.ParentID != parentID {
+			return &MismatchError{Field: "parent_id", Want: parentID, Got: p.ParentID}
+		}
+		if p.ID == parentID {
+			return &MismatchError{Field: "id", Want: 0, Got: p.ID} // the parent, not a child
+		}
+		return nil
+	})
 }
 
 // VoidRecurrence: POST /payments/payment/{id}/void-recurrence.
 func (c *Client) VoidRecurrence(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return c.operation(ctx, cr, "void recurrence", paymentPath(id, "void-recurrence"))
+	return c.operation(ctx, cr, "void recurrence", id, "void-recurrence")
 }
 
 // Capture: POST /payments/payment/{id}/capture; req nil captures the whole
 // authorized amount, otherwise a partial capture.
 func (c *Client) Capture(ctx context.Context, cr Credentials, id int64, req *CaptureRequest) (*Result, error) {
 	if req == nil {
-		return c.operation(ctx, cr, "capture", paymentPath(id, "capture"))
+		return c.operation(ctx, cr, "capture", id, "capture")
 	}
 	r, err := jsonRequest("partial capture", paymentPath(id, "capture"), req)
 	if err != nil {
 		return nil, err
 	}
+	r.acts = true
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, r, res)
+	return res, c.callJSON(ctx, cr, r, res, sameID("id", &res.ID, id))
 }
 
 // VoidAuthorization: POST /payments/payment/{id}/void-authorization.
 func (c *Client) VoidAuthorization(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return c.operation(ctx, cr, "void authorization", paymentPath(id, "void-authorization"))
+	return c.operation(ctx, cr, "void authorization", id, "void-authorization")
 }
 
-// operation is a bodiless form POST answered by an operation result.
-func (c *Client) operation(ctx context.Context, cr Credentials, op, path string) (*Result, error) {
-	r := request{op: op, method: http.MethodPost, path: path, contentType: ctForm}
+// operation is a bodiless form POST on payment id answered by an operation
+// result about that payment.
+func (c *Client) operation(ctx context.Context, cr Credentials, op string, id int64, action string) (*Result, error) {
+	r := request{op: op, method: http.MethodPost, path: paymentPath(id, action), contentType: ctForm, acts: true}
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, r, res)
+	return res, c.callJSON(ctx, cr, r, res, sameID("id", &res.ID, id))
 }
 
 // PaymentInstruments: GET /eshops/eshop/{goid}/payment-instruments/{currency}.
@@ -203,15 +226,18 @@ func (c *Client) PaymentInstruments(ctx context.Context, cr Credentials, goid in
 	path := "/eshops/eshop/" + strconv.FormatInt(goid, 10) + "/payment-instruments/" + url.PathEscape(currency)
 	r := request{op: "payment instruments", method: http.MethodGet, path: path}
 	l := new(InstrumentList)
-	return l, c.callJSON(ctx, cr, r, l)
+	return l, c.callJSON(ctx, cr, r, l, nil)
 }
 
-// AccountStatement: POST /accounts/account-statement; returns the file.
+// AccountStatement: POST /accounts/account-statement; returns the whole
+// file, at most Config.MaxStatementSize bytes. AccountStatementStream
+// does the same without holding the file in memory.
 func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *StatementRequest) ([]byte, error) {
 	r, err := jsonRequest("account statement", "/accounts/account-statement", req)
 	if err != nil {
 		return nil, err
 	}
+	r.limit = c.cfg.MaxStatementSize
 	rep, err := c.call(ctx, cr, r)
 	if err != nil {
 		return nil, err
@@ -219,13 +245,37 @@ func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *Stat
 	return rep.body, nil
 }
 
+// AccountStatementStream: POST /accounts/account-statement; returns the
+// file as it arrives. Reading it fails with a MalformedError wrapping
+// ErrReplyTooLarge past Config.MaxStatementSize, and with a TransportError
+// when the connection breaks. The caller must close it; the call's
+// deadline (ctx's, or Config.Timeout) runs until then.
+func (c *Client) AccountStatementStream(ctx context.Context, cr Credentials, req *StatementRequest) (io.ReadCloser, error) {
+	r, err := jsonRequest("account statement", "/accounts/account-statement", req)
+	if err != nil {
+		return nil, err
+	}
+	r.limit = c.cfg.MaxStatementSize
+	r.stream = true
+	rep, err := c.call(ctx, cr, r)
+	if err != nil {
+		return nil, err
+	}
+	return rep.stream, nil
+}
+
 // APIError is a failure answered by the gateway with an HTTP status and an
 // error list (401, 403, 404, 409, 5xx).
 type APIError struct {
-	Op     string // the call, e.g. "refund"
-	Status int
-	Body   ErrorBody
+	Op      string // the call, e.g. "refund"
+	Status  int
+	Body    ErrorBody
+	outcome Outcome
 }
+
+// Outcome is not done for a 4xx (refused) and, for a call that acts,
+// unknown for a 5xx.
+func (e *APIError) Outcome() Outcome { return e.outcome }
 
 func (e *APIError) Error() string {
 	msg := "gateway " + e.Op + ": " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
@@ -259,12 +309,20 @@ func (e *APIError) Has(code int) bool {
 }
 
 // TransportError is a failure to reach the gateway or to get its whole reply
-// (refused, reset, DNS, TLS); Timeout is set when a deadline passed.
+// (refused, reset, DNS, TLS); Timeout is set when a deadline passed, Sent
+// when the request had been written before the failure. A call that acts
+// and was not started for lack of time wraps a NotStartedError.
 type TransportError struct {
 	Op      string
 	Timeout bool
+	Sent    bool
 	Err     error
+	outcome Outcome
 }
+
+// Outcome is unknown for a call that acts once its request was sent, not
+// done before.
+func (e *TransportError) Outcome() Outcome { return e.outcome }
 
 func (e *TransportError) Error() string { return "gateway " + e.Op + ": " + e.Err.Error() }
 func (e *TransportError) Unwrap() error { return e.Err }
@@ -273,12 +331,28 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // content type, a failure status without an error list, a success without a
 // required field). Status is the HTTP status of that reply.
 type MalformedError struct {
-	Op     string
-	Status int
-	Err    error
+	Op      string
+	Status  int
+	Err     error
+	outcome Outcome
 }
+
+// Outcome is not done for a 4xx and, for a call that acts, unknown for any
+// other status: the gateway may have acted and said so unreadably.
+func (e *MalformedError) Outcome() Outcome { return e.outcome }
 
 func (e *MalformedError) Error() string {
 	return "gateway " + e.Op + ": malformed reply (HTTP " + strconv.Itoa(e.Status) + "): " + e.Err.Error()
 }
 func (e *MalformedError) Unwrap() error { return e.Err }
+
+// RequestError is a call that could not be built (its body not encoded,
+// its URL not valid); nothing was sent.
+type RequestError struct {
+	Op  string
+	Err error
+}
+
+func (e *RequestError) Error() string    { return "gateway " + e.Op + ": " + e.Err.Error() }
+func (e *RequestError) Unwrap() error    { return e.Err }
+func (e *RequestError) Outcome() Outcome { return OutcomeNotDone }

@@ -47,7 +47,7 @@ func asMalformedError(t *testing.T, err error) *restbackend.MalformedError {
 // the call repeated once, for a GET and for a POST alike.
 func TestUnauthorizedRenewsTokenAndRepeatsOnce(t *testing.T) {
 	calls := map[string]func(c *restbackend.Client) error{
-		"GET status": func(c *restbackend.Client) error { _, err := c.PaymentStatus(bg, testCreds, 1); return err },
+		"GET status": func(c *restbackend.Client) error { _, err := c.PaymentStatus(bg, testCreds, pid); return err },
 		"POST create": func(c *restbackend.Client) error {
 			_, err := c.CreatePayment(bg, testCreds, fullPayment)
 			return err
@@ -208,12 +208,15 @@ func TestTimeout(t *testing.T) {
 	t.Run("context deadline, POST", func(t *testing.T) {
 		g := newFakeGateway(t)
 		g.setAPI(hang)
-		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
 		defer cancel()
-		_, err := g.client().Refund(ctx, testCreds, 1, 100)
+		c := g.client(func(c *restbackend.Config) { c.Timeout = 200 * time.Millisecond })
+		_, err := c.Refund(ctx, testCreds, pid, 100)
 		te := asTransportError(t, err)
 		assert.True(t, te.Timeout)
+		assert.True(t, te.Sent)
 		assert.Equal(t, "refund", te.Op)
+		assert.Equal(t, restbackend.OutcomeUnknown, restbackend.OutcomeOf(err), "sent, no reply")
 		assert.Equal(t, 1, g.callCount())
 	})
 	t.Run("context deadline, GET", func(t *testing.T) {
@@ -221,7 +224,7 @@ func TestTimeout(t *testing.T) {
 		g.setAPI(hang)
 		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
 		defer cancel()
-		_, err := g.client().PaymentStatus(ctx, testCreds, 1)
+		_, err := g.client().PaymentStatus(ctx, testCreds, pid)
 		assert.True(t, asTransportError(t, err).Timeout)
 		assert.Equal(t, 1, g.callCount(), "no retry once the deadline passed")
 	})
@@ -237,7 +240,7 @@ func TestTimeout(t *testing.T) {
 		g.tokenDelay = time.Second
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 		defer cancel()
-		_, err := g.client().PaymentStatus(ctx, testCreds, 1)
+		_, err := g.client().PaymentStatus(ctx, testCreds, pid)
 		te := asTransportError(t, err)
 		assert.True(t, te.Timeout)
 		assert.Equal(t, "token", te.Op)
@@ -267,7 +270,7 @@ func TestConnectionReset(t *testing.T) {
 		g := newFakeGateway(t)
 		g.setAPI(reset)
 		core, logs := observer.New(zapcore.DebugLevel)
-		_, err := g.client(func(c *restbackend.Config) { c.Logger = zap.New(core) }).PaymentStatus(bg, testCreds, 1)
+		_, err := g.client(func(c *restbackend.Config) { c.Logger = zap.New(core) }).PaymentStatus(bg, testCreds, pid)
 		asTransportError(t, err)
 		assert.Equal(t, 3, logs.FilterMessage("gateway call failed").Len(), "3 attempts")
 		// net/http may itself replay a GET once on a reused connection.
@@ -284,7 +287,7 @@ func TestConnectionReset(t *testing.T) {
 			}
 			writeJSON(w, http.StatusOK, paymentReply)
 		})
-		_, err := g.client().PaymentStatus(bg, testCreds, 1)
+		_, err := g.client().PaymentStatus(bg, testCreds, pid)
 		require.NoError(t, err)
 		assert.Equal(t, 2, g.callCount())
 	})
@@ -294,7 +297,7 @@ func TestConnectionRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	_, err := restbackend.New(restbackend.Config{BaseURL: url}).PaymentStatus(bg, testCreds, 1)
+	_, err := restbackend.New(restbackend.Config{BaseURL: url}).PaymentStatus(bg, testCreds, pid)
 	te := asTransportError(t, err)
 	assert.Equal(t, "token", te.Op)
 	assert.False(t, te.Timeout)
@@ -375,7 +378,7 @@ func TestTokenSingleflight(t *testing.T) {
 	errs := make(chan error, 100)
 	for range 100 {
 		wg.Go(func() {
-			_, err := c.PaymentStatus(bg, testCreds, 1)
+			_, err := c.PaymentStatus(bg, testCreds, pid)
 			errs <- err
 		})
 	}
@@ -416,7 +419,7 @@ func TestTokenExpiry(t *testing.T) {
 
 	tok := func() string {
 		t.Helper()
-		_, err := c.PaymentStatus(bg, testCreds, 1)
+		_, err := c.PaymentStatus(bg, testCreds, pid)
 		require.NoError(t, err)
 		return g.lastCall().bearer()
 	}
@@ -450,7 +453,7 @@ func TestLate401KeepsFreshToken(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			_, err := c.PaymentStatus(bg, testCreds, 1)
+			_, err := c.PaymentStatus(bg, testCreds, pid)
 			assert.NoError(t, err)
 		})
 	}
@@ -462,7 +465,7 @@ func TestCanceledContext(t *testing.T) {
 	g := newFakeGateway(t)
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	_, err := g.client().PaymentStatus(ctx, testCreds, 1)
+	_, err := g.client().PaymentStatus(ctx, testCreds, pid)
 	te := asTransportError(t, err)
 	assert.False(t, te.Timeout)
 	assert.True(t, errors.Is(err, context.Canceled))

@@ -163,3 +163,6 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// pid is the payment every canned reply is about.
+const pid = 3000000001

@@ -33,7 +33,7 @@ func TestNoCredentialsInLogsOrErrors(t *testing.T) {
 	}
 	keep(c.CreatePayment(bg, testCreds, fullPayment)) // token + call
 	g.revokeAll()
-	keep(c.PaymentStatus(bg, testCreds, 1))            // 401, renewal, repeat
+	keep(c.PaymentStatus(bg, testCreds, pid))          // 401, renewal, repeat
 	keep(c.Token(bg, wrong))                           // token refused
 	keep(c.Refund(bg, wrong, 1, 100))                  // token refused
 	keep(c.CreatePayment(bg, otherCreds, fullPayment)) // a second merchant
@@ -44,7 +44,7 @@ func TestNoCredentialsInLogsOrErrors(t *testing.T) {
 	g.setAPI(replyWith(http.StatusOK, `{"id":`))
 	keep(c.VoidAuthorization(bg, testCreds, 1))
 	g.setAPI(reset)
-	keep(c.PaymentStatus(bg, testCreds, 1))
+	keep(c.PaymentStatus(bg, testCreds, pid))
 	g.srv.Close()
 	keep(c.CreatePayment(bg, testCreds, fullPayment))
 	require.Len(t, errs, 7)

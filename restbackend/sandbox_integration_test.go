@@ -36,7 +36,7 @@ func newSandboxEnv(t *testing.T) *sandboxEnv {
 	// The merchant's notification endpoint: answers 200, the status is read by the client.
 	notify := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(notify.Close)
-	return &sandboxEnv{t: t, url: srv.URL, c: restbackend.New(restbackend.Config{BaseURL: srv.URL}), cr: cr, goid: goid, notify: notify.URL}
+	return &sandboxEnv{t: t, url: srv.URL, c: restbackend.New(restbackend.Config{BaseURL: srv.URL, Timeout: 5 * time.Second}), cr: cr, goid: goid, notify: notify.URL}
 }
 
 func (e *sandboxEnv) ctx() context.Context {

@@ -71,7 +71,7 @@ func (c *Client) token(ctx context.Context, cr Credentials, key string) (string,
 		}
 		return res.Val.(string), nil
 	case <-ctx.Done():
-		return "", transportError(ctx, "token", ctx.Err())
+		return "", transportError(ctx, &request{op: "token"}, false, 0, ctx.Err())
 	}
 }
 
@@ -84,15 +84,15 @@ func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (st
 	// Plain id:secret as the specification and the official clients do (not
 	// the form-encoding of RFC 6749 2.3.1).
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(cr.ClientID+":"+cr.ClientSecret))
-	rep, err := c.send(ctx, r, basic, 1)
+	rep, err := c.send(ctx, &r, basic, 1)
 	if err != nil {
 		return "", err
 	}
 	if !rep.ok() {
-		return "", failure(op, rep)
+		return "", failure(&r, rep)
 	}
 	var t Token
-	if err := decodeReply(op, rep, &t); err != nil {
+	if err := decodeReply(&r, rep, &t); err != nil {
 		return "", err
 	}
 	ttl := time.Duration(t.ExpiresIn) * time.Second

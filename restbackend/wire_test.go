@@ -271,7 +271,7 @@ func TestWire(t *testing.T) {
 func TestWireHeadersConfigured(t *testing.T) {
 	g := newFakeGateway(t)
 	c := g.client(func(c *restbackend.Config) { c.AcceptLanguage = "cs-CZ"; c.UserAgent = "eshop-bridge/2" })
-	_, err := c.PaymentStatus(context.Background(), testCreds, 1)
+	_, err := c.PaymentStatus(context.Background(), testCreds, pid)
 	require.NoError(t, err)
 	h := g.lastCall().Header
 	assert.Equal(t, "cs-CZ", h.Get("Accept-Language"))
@@ -284,8 +284,8 @@ func TestBaseURLGetsAPI(t *testing.T) {
 	g := newFakeGateway(t)
 	for _, base := range []string{g.srv.URL, g.srv.URL + "/", g.srv.URL + "/api", g.srv.URL + "/api/"} {
 		c := g.client(func(c *restbackend.Config) { c.BaseURL = base })
-		_, err := c.PaymentStatus(context.Background(), testCreds, 7)
+		_, err := c.PaymentStatus(context.Background(), testCreds, pid)
 		require.NoError(t, err, base)
-		assert.Equal(t, "/api/payments/payment/7", g.lastCall().Path, base)
+		assert.Equal(t, "/api/payments/payment/3000000001", g.lastCall().Path, base)
 	}
 }

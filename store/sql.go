@@ -72,12 +72,13 @@ func (d *dialect) rebind(q string) string {
 }
 
 type queries struct {
-	saveSession, session                       string
+	saveSession, saveToken, session            string
 	enqueue, claim                             string
 	delivered, retry, dead, exists, countState string
 }
 
 const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at`
+const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at`
 const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at`
 
 func (d *dialect) queries() queries {
@@ -90,7 +91,12 @@ func (d *dialect) queries() queries {
 				amount = excluded.amount, currency = excluded.currency,
 				success_url = excluded.success_url, failed_url = excluded.failed_url,
 				created_at = excluded.created_at`),
-		session: d.rebind(`SELECT ` + sessionCols + ` FROM sessions WHERE payment_id = ?`),
+		// A save without a token keeps the stored one (see Session.ReturnToken).
+		saveToken: d.rebind(`INSERT INTO session_tokens (payment_id, return_token) VALUES (?, ?)
+			ON CONFLICT (payment_id) DO UPDATE SET return_token = excluded.return_token`),
+		session: d.rebind(`SELECT ` + qualifiedSessionCols + `, COALESCE(t.return_token, '')
+			FROM sessions s LEFT JOIN session_tokens t ON t.payment_id = s.payment_id
+			WHERE s.payment_id = ?`),
 		enqueue: d.rebind(`INSERT INTO outbox
 				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at)
 			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?)
@@ -128,11 +134,13 @@ func (d *dialect) queries() queries {
 type sqlStore struct {
 	d    *dialect
 	q    queries
+	lq   ledgerQueries
+	pq   purgeQueries
 	w, r *sql.DB
 }
 
 func newSQLStore(d *dialect, w, r *sql.DB) *sqlStore {
-	return &sqlStore{d: d, q: d.queries(), w: w, r: r}
+	return &sqlStore{d: d, q: d.queries(), lq: d.ledgerQueries(), pq: d.purgeQueries(), w: w, r: r}
 }
 
 // The wall clock only fills bookkeeping columns (updated_at, a zero
@@ -142,20 +150,42 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	if ss.CreatedAt.IsZero() {
 		ss.CreatedAt = time.Now()
 	}
-	_, err := s.w.ExecContext(ctx, s.q.saveSession,
-		ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
-		ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q.saveSession,
+			ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
+			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt)); err != nil {
+			return err
+		}
+		if ss.ReturnToken == "" {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, s.q.saveToken, ss.PaymentID, ss.ReturnToken)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: save session of payment %d: %w", ss.PaymentID, err)
 	}
 	return nil
 }
 
+// inTx runs f in a write transaction, committed when f returns nil.
+func (s *sqlStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
 func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error) {
 	var ss Session
 	err := s.r.QueryRowContext(ctx, s.q.session, paymentID).Scan(
 		&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
-		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt})
+		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.ReturnToken)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}

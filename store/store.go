@@ -15,6 +15,11 @@ import (
 // notification for an id.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrNotClaimed is returned when a ledger entry is finished by a caller
+// whose claim is no longer the entry's (it was taken over after its replay
+// window, purged, or is not in a state that allows the change).
+var ErrNotClaimed = errors.New("store: ledger entry not held by this claim")
+
 // Session is what the bridge records per payment it creates.
 type Session struct {
 	PaymentID   int64
@@ -27,6 +32,11 @@ type Session struct {
 	SuccessURL  string
 	FailedURL   string
 	CreatedAt   time.Time
+	// ReturnToken is the random per-payment token the bridge puts in the
+	// callback URLs it gives the gateway; "" for sessions saved before
+	// tokens existed. Saving a session with "" keeps a token already stored,
+	// so a later save cannot switch the check off.
+	ReturnToken string
 }
 
 // Notification is one legacy notification to deliver to an e-shop.
@@ -70,6 +80,16 @@ type Store interface {
 	Dead(ctx context.Context, id int64, lastErr string) error
 	// Counts reports the outbox by state.
 	Counts(ctx context.Context) (OutboxCounts, error)
+
+	// Ledger: the same database records money-moving calls, so every
+	// replica sharing the store sees every claim. Code that only needs
+	// the ledger should take a Ledger.
+	Ledger
+
+	// Purge deletes, in batches, what r says is old enough at now: finished
+	// outbox rows, ledger entries, sessions (with their tokens). Pending
+	// notifications are never purged.
+	Purge(ctx context.Context, now time.Time, r Retention) (PurgeCounts, error)
 
 	Close() error
 }

@@ -35,8 +35,17 @@ func open(t testing.TB, dsn string) store.Store {
 	return s
 }
 
-func TestSQLite(t *testing.T)   { suite(t, sqliteDSN) }
-func TestPostgres(t *testing.T) { suite(t, testenv.PostgresSchema) }
+func TestSQLite(t *testing.T) {
+	suite(t, sqliteDSN)
+	ledgerSuite(t, sqliteDSN)
+	retentionSuite(t, sqliteDSN, "sqlite")
+}
+
+func TestPostgres(t *testing.T) {
+	suite(t, testenv.PostgresSchema)
+	ledgerSuite(t, testenv.PostgresSchema)
+	retentionSuite(t, testenv.PostgresSchema, "pgx")
+}
 
 // t0 is the outbox clock of the tests: Claim takes the time from the
 // caller, so no test depends on the wall clock.

@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Ledger records the calls that move money (capture, voids, refunds,
+// create recurrence, create payment), so that a legacy e-shop repeating a
+// call after a fault never makes the gateway act twice.
+//
+// A call is keyed by merchant, operation and a hash of its signed request
+// fields (CallKey). Its entry goes through:
+//
+//	ClaimCall → pending ──CallDone────→ done      (replayed to repeats)
+//	                    ├─CallInDoubt─→ in_doubt  (repeats reconcile; then CallDone or CallNotDone)
+//	                    └─CallNotDone─→ (deleted: a repeat may act)
+//
+// Claims are atomic across processes (a unique key, INSERT … ON CONFLICT
+// DO NOTHING; a conditional UPDATE to take over an entry older than the
+// replay window), and each claim has a random fencing token: a caller can
+// only finish the entry it claimed.
+type Ledger interface {
+	// ClaimCall records a pending call for key at now and reports
+	// claimed=true, unless an entry for key was created within window
+	// before now: then it returns that entry and claimed=false. An entry
+	// older than window counts as a different, earlier call and is replaced.
+	// Of concurrent claimers of one key, in any process, one wins.
+	ClaimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (call Call, claimed bool, err error)
+	// CallDone records the result of a pending or in-doubt call held by
+	// claim; repeats within the window get rec.
+	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord) error
+	// CallInDoubt marks a pending call held by claim whose outcome could not
+	// be told; note (clipped) says why.
+	CallInDoubt(ctx context.Context, key CallKey, claim, note string) error
+	// CallNotDone deletes a pending or in-doubt call held by claim that
+	// certainly did not happen, so that a retry may act.
+	CallNotDone(ctx context.Context, key CallKey, claim string) error
+}
+
+// CallKey identifies one money-moving call.
+type CallKey struct {
+	GoID      int64
+	Operation string // the legacy operation, e.g. "partiallyRefundPayment"
+	Hash      string // RequestHash of the signed request fields
+}
+
+// RequestHash is the hex SHA-256 of fields, each length-prefixed so that
+// ("ab","c") and ("a","bc") differ.
+func RequestHash(fields ...string) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range fields {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CallState is the state of a ledger entry.
+type CallState string
+
+const (
+	CallPending CallState = "pending"  // claimed, the gateway call may be under way
+	CallDone    CallState = "done"     // the result is known and recorded
+	CallInDoubt CallState = "in_doubt" // sent, outcome unknown
+)
+
+// Call is a ledger entry.
+type Call struct {
+	Key   CallKey
+	State CallState
+	Claim string // fencing token of the holder
+	CallRecord
+	Note      string // why in doubt
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// CallRecord is what a done call replays: the legacy result and whatever
+// else the caller needs to rebuild its answer (Reply, in the caller's own
+// encoding).
+type CallRecord struct {
+	PaymentID   int64
+	Result      string
+	Description string
+	Reply       string
+}
+
+// maxLedgerReply bounds what one entry stores for replay.
+const maxLedgerReply = 64 << 10
+
+func newClaim() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+type ledgerQueries struct {
+	insert, takeOver, get, done, inDoubt, notDone string
+}
+
+const ledgerCols = `goid, operation, request_hash, claim, state, payment_id, result, description, reply, note, created_at, updated_at`
+
+func (d *dialect) ledgerQueries() ledgerQueries {
+	key := ` goid = ? AND operation = ? AND request_hash = ?`
+	return ledgerQueries{
+		insert: d.rebind(`INSERT INTO ledger (` + ledgerCols + `)
+			VALUES (?, ?, ?, ?, 'pending', 0, '', '', '', '', ?, ?)
+			ON CONFLICT (goid, operation, request_hash) DO NOTHING`),
+		// One conditional statement: of two replicas taking over the same
+		// stale entry, the second finds created_at already new.
+		takeOver: d.rebind(`UPDATE ledger SET claim = ?, state = 'pending', payment_id = 0, result = '',
+				description = '', reply = '', note = '', created_at = ?, updated_at = ?
+			WHERE` + key + ` AND created_at < ?`),
+		get: d.rebind(`SELECT ` + ledgerCols + ` FROM ledger WHERE` + key),
+		done: d.rebind(`UPDATE ledger SET state = 'done', payment_id = ?, result = ?, description = ?, reply = ?,
+				note = '', updated_at = ?
+			WHERE` + key + ` AND claim = ? AND state IN ('pending', 'in_doubt')`),
+		inDoubt: d.rebind(`UPDATE ledger SET state = 'in_doubt', note = ?, updated_at = ?
+			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
+		notDone: d.rebind(`DELETE FROM ledger
+			WHERE` + key + ` AND claim = ? AND state IN ('pending', 'in_doubt')`),
+	}
+}
+
+func (k CallKey) valid() error {
+	if k.Operation == "" || k.Hash == "" {
+		return fmt.Errorf("store: ledger key needs an operation and a hash")
+	}
+	return nil
+}
+
+func (k CallKey) String() string {
+	h := k.Hash
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return fmt.Sprintf("%d/%s/%s", k.GoID, k.Operation, h)
+}
+
+func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (Call, bool, error) {
+	if err := key.valid(); err != nil {
+		return Call{}, false, err
+	}
+	if window <= 0 {
+		return Call{}, false, fmt.Errorf("store: claim call %s: replay window %v is not positive", key, window)
+	}
+	claim, err := newClaim()
+	if err != nil {
+		return Call{}, false, fmt.Errorf("store: claim call %s: %w", key, err)
+	}
+	at := s.d.timeArg(now)
+	mine := Call{Key: key, State: CallPending, Claim: claim, CreatedAt: utc(now), UpdatedAt: utc(now)}
+	// An entry can vanish between the statements (purged, or released as
+	// not done): then try again.
+	for range 3 {
+		n, err := s.exec(ctx, s.lq.insert, key.GoID, key.Operation, key.Hash, claim, at, at)
+		if err != nil {
+			return Call{}, false, fmt.Errorf("store: claim call %s: %w", key, err)
+		}
+		if n == 1 {
+			return mine, true, nil
+		}
+		n, err = s.exec(ctx, s.lq.takeOver, claim, at, at, key.GoID, key.Operation, key.Hash,
+			s.d.timeArg(now.Add(-window)))
+		if err != nil {
+			return Call{}, false, fmt.Errorf("store: claim call %s: %w", key, err)
+		}
+		if n == 1 {
+			return mine, true, nil
+		}
+		c, err := s.call(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Call{}, false, err
+		}
+		return c, false, nil
+	}
+	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
+}
+
+// call reads an entry from the writer, so it sees the claim just lost.
+func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
+	var c Call
+	var state string
+	err := s.w.QueryRowContext(ctx, s.lq.get, key.GoID, key.Operation, key.Hash).Scan(
+		&c.Key.GoID, &c.Key.Operation, &c.Key.Hash, &c.Claim, &state, &c.PaymentID, &c.Result,
+		&c.Description, &c.Reply, &c.Note, timeScan{&c.CreatedAt}, timeScan{&c.UpdatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Call{}, ErrNotFound
+	}
+	if err != nil {
+		return Call{}, fmt.Errorf("store: read call %s: %w", key, err)
+	}
+	c.State = CallState(state)
+	return c, nil
+}
+
+func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord) error {
+	if len(rec.Reply) > maxLedgerReply {
+		return fmt.Errorf("store: call %s done: reply of %d bytes is over %d", key, len(rec.Reply), maxLedgerReply)
+	}
+	return s.finishCall(ctx, "done", key, s.lq.done, rec.PaymentID, rec.Result, rec.Description, rec.Reply,
+		s.d.timeArg(time.Now()), key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) CallInDoubt(ctx context.Context, key CallKey, claim, note string) error {
+	return s.finishCall(ctx, "in doubt", key, s.lq.inDoubt, clip(note), s.d.timeArg(time.Now()),
+		key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) CallNotDone(ctx context.Context, key CallKey, claim string) error {
+	return s.finishCall(ctx, "not done", key, s.lq.notDone, key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) finishCall(ctx context.Context, what string, key CallKey, q string, args ...any) error {
+	n, err := s.exec(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store: call %s %s: %w", key, what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("store: call %s %s: %w", key, what, ErrNotClaimed)
+	}
+	return nil
+}
+
+// exec runs a write and returns the rows it changed.
+func (s *sqlStore) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := s.w.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

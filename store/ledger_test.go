@@ -1,0 +1,180 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/store"
+)
+
+func TestRequestHash(t *testing.T) {
+	a := store.RequestHash("3000000001", "3000", "first refund")
+	assert.Len(t, a, 64)
+	assert.Equal(t, a, store.RequestHash("3000000001", "3000", "first refund"), "stable")
+	assert.NotEqual(t, a, store.RequestHash("3000000001", "3000", "second refund"), "another description is another call")
+	assert.NotEqual(t, store.RequestHash("ab", "c"), store.RequestHash("a", "bc"), "fields are delimited")
+}
+
+func ledgerSuite(t *testing.T, fresh freshDSN) {
+	ctx := context.Background()
+	const window = 24 * time.Hour
+	key := store.CallKey{GoID: 8123456789, Operation: "partiallyRefundPayment", Hash: store.RequestHash("3000000001", "3000", "r1")}
+
+	t.Run("LedgerLifecycle", func(t *testing.T) {
+		s := open(t, fresh(t))
+		c, claimed, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		require.True(t, claimed, "the first call acts")
+		assert.Equal(t, store.CallPending, c.State)
+		assert.Len(t, c.Claim, 32)
+
+		again, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Second), window)
+		require.NoError(t, err)
+		assert.False(t, claimed, "a repeat while the first is under way does not act")
+		assert.Equal(t, store.CallPending, again.State)
+		assert.Equal(t, c.Claim, again.Claim)
+
+		rec := store.CallRecord{PaymentID: 3000000001, Result: "FINISHED", Description: "refunded", Reply: `{"x":1}`}
+		assert.ErrorIs(t, s.CallDone(ctx, key, "not-my-claim", rec), store.ErrNotClaimed)
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, rec))
+
+		replay, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Hour), window)
+		require.NoError(t, err)
+		assert.False(t, claimed)
+		assert.Equal(t, store.CallDone, replay.State)
+		assert.Equal(t, rec, replay.CallRecord, "a repeat gets the first call's result")
+		assert.Equal(t, key, replay.Key)
+		assert.Equal(t, t0, replay.CreatedAt)
+
+		assert.ErrorIs(t, s.CallInDoubt(ctx, key, c.Claim, "late"), store.ErrNotClaimed, "done is final")
+		assert.ErrorIs(t, s.CallNotDone(ctx, key, c.Claim), store.ErrNotClaimed, "done is final")
+
+		// Past the window the same fields are a new call.
+		fresh, claimed, err := s.ClaimCall(ctx, key, t0.Add(window+time.Second), window)
+		require.NoError(t, err)
+		assert.True(t, claimed, "outside the replay window the call acts again")
+		assert.NotEqual(t, c.Claim, fresh.Claim)
+		assert.ErrorIs(t, s.CallDone(ctx, key, c.Claim, rec), store.ErrNotClaimed, "the old claim is fenced off")
+		require.NoError(t, s.CallDone(ctx, key, fresh.Claim, store.CallRecord{Result: "FINISHED"}))
+
+		other := key
+		other.GoID = 1
+		_, claimed, err = s.ClaimCall(ctx, other, t0, window)
+		require.NoError(t, err)
+		assert.True(t, claimed, "keys are per merchant")
+		other = key
+		other.Operation = "refundPayment"
+		_, claimed, err = s.ClaimCall(ctx, other, t0, window)
+		require.NoError(t, err)
+		assert.True(t, claimed, "keys are per operation")
+	})
+
+	t.Run("LedgerInDoubtAndNotDone", func(t *testing.T) {
+		s := open(t, fresh(t))
+		c, claimed, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "gateway refund: "+strings.Repeat("x", 5000)))
+
+		doubt, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Minute), window)
+		require.NoError(t, err)
+		assert.False(t, claimed, "a repeat of an in-doubt call reconciles instead of acting")
+		assert.Equal(t, store.CallInDoubt, doubt.State)
+		assert.LessOrEqual(t, len(doubt.Note), 1000)
+		assert.True(t, strings.HasPrefix(doubt.Note, "gateway refund: "))
+
+		// The repeat reconciled: the refund did not happen. It releases
+		// the entry and claims it afresh to act.
+		require.NoError(t, s.CallNotDone(ctx, key, doubt.Claim))
+		assert.ErrorIs(t, s.CallNotDone(ctx, key, doubt.Claim), store.ErrNotClaimed)
+		c2, claimed, err := s.ClaimCall(ctx, key, t0.Add(2*time.Minute), window)
+		require.NoError(t, err)
+		assert.True(t, claimed, "after not-done a retry may act")
+		require.NoError(t, s.CallNotDone(ctx, key, c2.Claim), "refused by the gateway: not done")
+		c3, claimed, err := s.ClaimCall(ctx, key, t0.Add(3*time.Minute), window)
+		require.NoError(t, err)
+		require.True(t, claimed)
+
+		// In doubt, then reconciled as done.
+		require.NoError(t, s.CallInDoubt(ctx, key, c3.Claim, "reset after sending"))
+		require.NoError(t, s.CallDone(ctx, key, c3.Claim, store.CallRecord{PaymentID: 5, Result: "FINISHED"}))
+		got, _, err := s.ClaimCall(ctx, key, t0.Add(4*time.Minute), window)
+		require.NoError(t, err)
+		assert.Equal(t, store.CallDone, got.State)
+		assert.Empty(t, got.Note)
+
+		_, _, err = s.ClaimCall(ctx, store.CallKey{GoID: 1}, t0, window)
+		assert.Error(t, err, "a key needs operation and hash")
+		_, _, err = s.ClaimCall(ctx, key, t0, 0)
+		assert.Error(t, err, "a window must be positive")
+		assert.Error(t, s.CallDone(ctx, key, got.Claim, store.CallRecord{Reply: strings.Repeat("r", 70<<10)}))
+	})
+
+	t.Run("LedgerDurable", func(t *testing.T) {
+		dsn := fresh(t)
+		s := open(t, dsn)
+		c, _, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{PaymentID: 9, Result: "FINISHED", Description: "ok"}))
+		require.NoError(t, s.Close())
+		s = open(t, dsn)
+		got, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Hour), window)
+		require.NoError(t, err)
+		assert.False(t, claimed, "a restart does not forget a recorded call")
+		assert.Equal(t, int64(9), got.PaymentID)
+	})
+
+	t.Run("LedgerConcurrentClaims", func(t *testing.T) {
+		dsn := fresh(t)
+		// Two stores on one database stand for two replicas; many repeats
+		// of one call arrive at once, for several calls.
+		stores := []store.Store{open(t, dsn), open(t, dsn)}
+		const calls, repeats = 5, 16
+		var mu sync.Mutex
+		won := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range calls * repeats {
+			wg.Go(func() {
+				k := key
+				k.Hash = store.RequestHash(fmt.Sprint("call-", i%calls))
+				_, claimed, err := stores[i%2].ClaimCall(ctx, k, t0, window)
+				assert.NoError(t, err)
+				if claimed {
+					mu.Lock()
+					won[k.Hash]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Len(t, won, calls)
+		for h, n := range won {
+			assert.Equal(t, 1, n, "call %s claimed %d times", h[:8], n)
+		}
+
+		// Taking over an entry past its window: one winner too.
+		won = map[string]int{}
+		later := t0.Add(window + time.Hour)
+		for i := range repeats {
+			wg.Go(func() {
+				_, claimed, err := stores[i%2].ClaimCall(ctx, store.CallKey{GoID: key.GoID, Operation: key.Operation,
+					Hash: store.RequestHash("call-0")}, later, window)
+				assert.NoError(t, err)
+				if claimed {
+					mu.Lock()
+					won["x"]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 1, won["x"])
+	})
+}
