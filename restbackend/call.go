@@ -134,23 +134,34 @@ func (c *Client) send(ctx context.Context, r request, auth string, attempt int) 
 
 	start := time.Now()
 	rep, err := c.exchange(req)
-	fields := []zap.Field{
-		zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
-		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)),
-	}
 	var me *MalformedError
 	switch {
 	case err == nil:
-		c.log.Debug("gateway call", append(fields, zap.Int("status", rep.status))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call"); ce != nil {
+			ce.Write(append(callFields(r, attempt, start), zap.Int("status", rep.status))...)
+		}
 		return rep, nil
 	case errors.As(err, &me):
 		me.Op = r.op
-		c.log.Debug("gateway call failed", append(fields, zap.Int("status", me.Status), zap.Error(me))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
+			ce.Write(append(callFields(r, attempt, start), zap.Int("status", me.Status), zap.Error(me))...)
+		}
 		return nil, me
 	default:
 		terr := transportError(ctx, r.op, err)
-		c.log.Debug("gateway call failed", append(fields, zap.Bool("timeout", terr.Timeout), zap.Error(terr))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
+			ce.Write(append(callFields(r, attempt, start), zap.Bool("timeout", terr.Timeout), zap.Error(terr))...)
+		}
 		return nil, terr
+	}
+}
+
+// callFields describe one exchange in the debug log; built only when debug
+// is on (each call would otherwise allocate them for nothing).
+func callFields(r request, attempt int, start time.Time) []zap.Field {
+	return []zap.Field{
+		zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
+		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)),
 	}
 }
 
