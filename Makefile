@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: run test test-go deps vet fuzz bench build
+.PHONY: run test test-go deps vet fuzz bench build load load-quick
 
 # Runs the bridge on the embedded sandbox gateway (no account, no network).
 run:
@@ -34,3 +34,15 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./soapenc ./operations ./restbackend ./store
+
+# The load harness (docs/performance.md): every scenario, baselines
+# alternated, about 10 minutes on loopback. Installs php-fpm and nginx for
+# the PHP peer first (root; the tests never need them). LOAD_FLAGS adds
+# soapload flags, e.g. LOAD_FLAGS='-d 5s -rounds 1'.
+load:
+	bash bench/peers/php/install-deps || echo "load: PHP peer tools missing; its scenarios will be skipped"
+	$(GO) run ./cmd/soapload -json bench/load-report.json $(LOAD_FLAGS)
+
+# A smoke run of the same harness (seconds).
+load-quick:
+	$(GO) run ./cmd/soapload -quick $(LOAD_FLAGS)

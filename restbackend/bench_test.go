@@ -29,7 +29,15 @@ func BenchmarkCreatePaymentParallel(b *testing.B) {
 		}
 		b.Run(scheme+"/pooled", func(b *testing.B) {
 			benchCreatePayment(b, tls, func(base *http.Transport) *http.Client {
-				hc := restbackend.NewPooledHTTPClient(time.Minute)
+				hc := restbackend.NewPooledHTTPClient(time.Minute, 0)
+				hc.Transport.(*http.Transport).TLSClientConfig = base.TLSClientConfig
+				return hc
+			})
+		})
+		// The pool size before issue 14, for the ratio.
+		b.Run(scheme+"/pooled-256", func(b *testing.B) {
+			benchCreatePayment(b, tls, func(base *http.Transport) *http.Client {
+				hc := restbackend.NewPooledHTTPClient(time.Minute, 256)
 				hc.Transport.(*http.Transport).TLSClientConfig = base.TLSClientConfig
 				return hc
 			})

@@ -245,21 +245,29 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 
 	start := time.Now()
 	rep, err := c.exchange(ctx, r, req, &sent)
-	fields := []zap.Field{
-		zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
-		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
+	fields := func() []zap.Field {
+		return []zap.Field{
+			zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
+			zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
+		}
 	}
 	var me *MalformedError
 	var te *TransportError
 	switch {
 	case err == nil:
-		c.log.Debug("gateway call", append(fields, zap.Int("status", rep.status))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call"); ce != nil {
+			ce.Write(append(fields(), zap.Int("status", rep.status))...)
+		}
 		return rep, nil
 	case errors.As(err, &me):
-		c.log.Debug("gateway call failed", append(fields, zap.Int("status", me.Status), zap.Error(me))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
+			ce.Write(append(fields(), zap.Int("status", me.Status), zap.Error(me))...)
+		}
 		return nil, me
 	case errors.As(err, &te):
-		c.log.Debug("gateway call failed", append(fields, zap.Bool("timeout", te.Timeout), zap.Error(te))...)
+		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
+			ce.Write(append(fields(), zap.Bool("timeout", te.Timeout), zap.Error(te))...)
+		}
 		return nil, te
 	default:
 		return nil, err

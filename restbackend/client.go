@@ -39,7 +39,11 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient replaces the pooled client (tests); nil means the default pool.
 	HTTPClient *http.Client
-	Logger     *zap.Logger
+	// MaxIdleConns sizes the default pool's idle keep-alive connections to
+	// the gateway: about the calls expected in flight at peak.
+	// DefaultMaxIdleConns when zero.
+	MaxIdleConns int
+	Logger       *zap.Logger
 	// UserAgent is sent on every call; DefaultUserAgent when empty.
 	UserAgent string
 	// AcceptLanguage is sent on every call ("cs-CZ" or "en-US"); en-US when empty.
@@ -90,7 +94,7 @@ func New(cfg Config) *Client {
 	c := &Client{cfg: cfg, base: apiRoot(cfg.BaseURL), hc: cfg.HTTPClient, log: cfg.Logger,
 		tokens: map[string]cachedToken{}}
 	if c.hc == nil {
-		c.hc = newPooledHTTPClient(cfg.Timeout)
+		c.hc = newPooledHTTPClient(cfg.Timeout, cfg.MaxIdleConns)
 	}
 	if c.log == nil {
 		c.log = zap.NewNop()

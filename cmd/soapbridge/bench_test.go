@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,15 +67,25 @@ func BenchmarkBaselineEchoParallel(b *testing.B) {
 	benchPost(b, srv.URL+"/axis/EPaymentServiceV2", []byte(touchEnvelope), ">OK<")
 }
 
-// startBenchBridge: info level, as in production (one access log line per
-// request, here into memory).
+// startBenchBridge: info level and the log buffer, as in production (one
+// access log line per request, here into memory).
 func startBenchBridge(b *testing.B) string {
-	br := startInProcess(b, map[string]string{"SOAPBRIDGE_LOG_LEVEL": "info"})
+	return startBenchBridgeLog(b, defaultLogBuffer)
+}
+
+func startBenchBridgeLog(b *testing.B, logBuffer int) string {
+	br := startInProcess(b, map[string]string{"SOAPBRIDGE_LOG_LEVEL": "info", "SOAPBRIDGE_LOG_BUFFER": strconv.Itoa(logBuffer)})
 	return br.URL + "/axis/EPaymentServiceV2"
 }
 
 func BenchmarkTouchParallel(b *testing.B) {
 	benchPost(b, startBenchBridge(b), []byte(touchEnvelope), ">OK<")
+}
+
+// BenchmarkTouchParallelUnbufferedLog: each access-log line written at once
+// under the logger's lock (the setting before issue 14), for the ratio.
+func BenchmarkTouchParallelUnbufferedLog(b *testing.B) {
+	benchPost(b, startBenchBridgeLog(b, 0), []byte(touchEnvelope), ">OK<")
 }
 
 var sigElement = regexp.MustCompile(`(<encryptedSignature[^>]*>)[0-9a-f]+(</encryptedSignature>)`)

@@ -199,6 +199,7 @@ func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, er
 		"SOAPBRIDGE_CLIENT_SECRET=" + demoClientSecret,
 		"SOAPBRIDGE_SECURE_KEY=" + demoSecureKey,
 		"SOAPBRIDGE_LOG_LEVEL=debug", // the most talkative level, for the secret check
+		"SOAPBRIDGE_LOG_BUFFER=0",    // tests read the log as soon as a call is answered
 	}
 	for _, kv := range cfg.env {
 		if strings.HasPrefix(kv, "SOAPBRIDGE_GATEWAY_URL=") && kv != "SOAPBRIDGE_GATEWAY_URL=" {

@@ -44,6 +44,8 @@ type Config struct {
 	Database         string        `yaml:"database"`
 	LogLevel         string        `yaml:"log_level"`
 	LogFormat        string        `yaml:"log_format"`
+	LogBuffer        int           `yaml:"log_buffer"`          // bytes of log lines buffered (flushed every second and at exit); 0 writes each line at once
+	RESTMaxIdleConns int           `yaml:"rest_max_idle_conns"` // idle keep-alive connections kept to the gateway
 	DefaultGoID      int64         `yaml:"default_goid"`
 	Merchants        []Merchant    `yaml:"merchants"`
 
@@ -82,6 +84,8 @@ func defaultConfig() Config {
 		Database:         "soapbridge.db",
 		LogLevel:         "info",
 		LogFormat:        "json",
+		LogBuffer:        defaultLogBuffer,
+		RESTMaxIdleConns: restbackend.DefaultMaxIdleConns,
 	}
 }
 
@@ -154,6 +158,8 @@ var settings = []setting{
 	strOpt("database", "SQLite file path, or a postgres:// DSN", func(c *Config) *string { return &c.Database }),
 	strOpt("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
 	strOpt("log-format", "json or console", func(c *Config) *string { return &c.LogFormat }),
+	intOpt("log-buffer", "bytes of log lines buffered, flushed every second and at exit (0: each line written at once)", func(c *Config) *int { return &c.LogBuffer }),
+	intOpt("rest-max-idle-conns", "idle keep-alive connections kept to the REST gateway (about the expected concurrent calls)", func(c *Config) *int { return &c.RESTMaxIdleConns }),
 	intOpt("default-goid", "merchant paymentMethodList answers for (it has no input); the first merchant when 0", func(c *Config) *int64 { return &c.DefaultGoID }),
 }
 
@@ -365,6 +371,12 @@ func (c *Config) validate() error {
 	}
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
 		bad("log level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogBuffer < 0 || c.LogBuffer > 64<<20 {
+		bad("log buffer: %d is not within 0..64 MiB", c.LogBuffer)
+	}
+	if c.RESTMaxIdleConns < 1 || c.RESTMaxIdleConns > 1<<16 {
+		bad("rest max idle conns: %d is not within 1..65536", c.RESTMaxIdleConns)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		bad("log format: %q is not json or console", c.LogFormat)

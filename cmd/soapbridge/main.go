@@ -40,6 +40,7 @@ func main() {
 	// After the first signal, restore the default handling: a second one
 	// kills the process instead of waiting for the graceful shutdown.
 	context.AfterFunc(ctx, stop)
+	applyGCDefaults(os.Getenv)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()
 	if err != nil {
@@ -60,7 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cfg, stdout)
+	sink, closeSink := logSink(stdout, cfg.LogBuffer)
+	defer closeSink() // after the deferred Sync: flushes the rest and stops the timer
+	log, err := newLogger(cfg, sink)
 	if err != nil {
 		return err
 	}
@@ -122,9 +125,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Merchants:   cfg.Merchants,
 		DefaultGoID: cfg.DefaultGoID,
 		Gateway: restbackend.New(restbackend.Config{
-			BaseURL:   gatewayURL,
-			Logger:    log.Named("gateway"),
-			UserAgent: "soapbridge",
+			BaseURL:      gatewayURL,
+			Logger:       log.Named("gateway"),
+			UserAgent:    "soapbridge",
+			MaxIdleConns: cfg.RESTMaxIdleConns,
 		}),
 		Store:     st,
 		Logger:    log.Named("operations"),
@@ -246,7 +250,8 @@ func dialAddr(a net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
-// newLogger builds the zap logger of cfg writing to w.
+// newLogger builds the zap logger of cfg writing to w, which must be safe
+// for concurrent use (logSink's is).
 func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
@@ -263,5 +268,5 @@ func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	} else {
 		enc = zapcore.NewJSONEncoder(ec)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
 }

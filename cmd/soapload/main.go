@@ -1,16 +1,25 @@
-// Command soapload is a bounded load generator for a running bridge: it
-// posts one SOAP request from many goroutines for a fixed time and reports
-// throughput and latency, next to a baseline of GET /healthz measured in the
-// same run, so figures are read as ratios rather than absolute numbers of
-// one machine. It only targets loopback addresses.
+// Command soapload is the bridge's load harness (`make load`). Without -url
+// it builds and starts every party on loopback (the bridge, the sandbox
+// gateway, a bare ceiling server, a delaying proxy that makes the gateway
+// slow, the PHP SoapServer adapter of bench/peers/php under php-fpm +
+// nginx), runs every scenario of docs/performance.md in rounds with the
+// baselines alternated, and reports the ratios first, then throughput,
+// latency percentiles, errors, CPU per 1000 calls of every process and peak
+// memory, as a table and (-json) as JSON. Every run is bounded in time:
+//
+//	go run ./cmd/soapload [-d 10s] [-rounds 3] [-quick] [-json report.json]
+//
+// With -url it loads one running bridge instead: one SOAP request from many
+// goroutines for a fixed time next to a baseline of GET /healthz in the
+// same run:
 //
 //	go run ./cmd/soapload -url http://127.0.0.1:8080/axis/EPaymentServiceV2 \
 //	    -body testdata/soapenc/captures/php-soapclient/touch.xml -want touchReturn
+//
+// It only ever targets loopback addresses.
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,9 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -33,8 +40,30 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("soapload", flag.ContinueOnError)
-	target := fs.String("url", "http://127.0.0.1:8080/axis/EPaymentServiceV2", "SOAP endpoint (loopback only)")
+	switch {
+	case hasFlag(args, "role"):
+		return runRole(args, out)
+	case hasFlag(args, "url"):
+		return runOne(args, out)
+	}
+	return runSuite(args, out)
+}
+
+// hasFlag reports whether args set -name (or --name).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// runOne loads one running bridge next to its /healthz baseline.
+func runOne(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("soapload -url", flag.ContinueOnError)
+	endpoint := fs.String("url", "http://127.0.0.1:8080/axis/EPaymentServiceV2", "SOAP endpoint (loopback only)")
 	bodyFile := fs.String("body", "", "file with the SOAP request to post")
 	want := fs.String("want", "", "text every good reply contains (e.g. touchReturn)")
 	workers := fs.Int("c", 64, "concurrent clients")
@@ -42,9 +71,9 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	u, err := url.Parse(*target)
+	u, err := url.Parse(*endpoint)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("bad -url %q", *target)
+		return fmt.Errorf("bad -url %q", *endpoint)
 	}
 	if !loopback(u.Hostname()) {
 		return fmt.Errorf("refusing %s: only loopback targets are allowed", u.Hostname())
@@ -59,22 +88,10 @@ func run(args []string, out io.Writer) error {
 	if *workers < 1 || *workers > 2000 || *dur <= 0 || *dur > 5*time.Minute {
 		return errors.New("-c must be 1..2000 and -d within (0, 5m]")
 	}
-	client := &http.Client{
-		Transport: &http.Transport{MaxIdleConnsPerHost: *workers, MaxIdleConns: *workers},
-		Timeout:   30 * time.Second,
-	}
-	health := u.Scheme + "://" + u.Host + "/healthz"
-	base := phase(client, *workers, *dur, func() (*http.Request, error) {
-		return http.NewRequest(http.MethodGet, health, nil)
-	}, "")
-	soap := phase(client, *workers, *dur, func() (*http.Request, error) {
-		req, err := http.NewRequest(http.MethodPost, *target, bytes.NewReader(body))
-		if err == nil {
-			req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-			req.Header.Set("SOAPAction", `""`)
-		}
-		return req, err
-	}, *want)
+	client := newClient(*workers, 30*time.Second)
+	health := target{method: http.MethodGet, url: u.Scheme + "://" + u.Host + "/healthz"}
+	base := closedLoop(client, health, *workers, *dur)
+	soap := closedLoop(client, soapTarget(*endpoint, body, *want), *workers, *dur)
 	fmt.Fprintf(out, "baseline GET /healthz: %s\n", base)
 	fmt.Fprintf(out, "SOAP %s: %s\n", *bodyFile, soap)
 	if base.rps() > 0 && soap.rps() > 0 {
@@ -85,72 +102,6 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%d bad replies, %d transport errors", soap.bad, soap.errs)
 	}
 	return nil
-}
-
-// result is what one phase measured.
-type result struct {
-	ok, bad, errs int
-	lat           []time.Duration
-	elapsed       time.Duration
-}
-
-func (r result) rps() float64 { return float64(r.ok) / r.elapsed.Seconds() }
-
-func (r result) pct(q float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
-	}
-	return r.lat[int(q*float64(len(r.lat)-1))]
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("%d ok, %d bad, %d errors, %.0f req/s, p50 %v, p99 %v, max %v",
-		r.ok, r.bad, r.errs, r.rps(), r.pct(0.5).Round(time.Microsecond), r.pct(0.99).Round(time.Microsecond), r.pct(1).Round(time.Microsecond))
-}
-
-// phase runs workers clients for d, each sending newReq in a loop.
-func phase(client *http.Client, workers int, d time.Duration, newReq func() (*http.Request, error), want string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	var mu sync.Mutex
-	var total result
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			var mine result
-			for ctx.Err() == nil {
-				req, err := newReq()
-				if err != nil {
-					mine.errs++
-					break
-				}
-				t := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					mine.errs++
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				raw, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				mine.lat = append(mine.lat, time.Since(t))
-				if err == nil && resp.StatusCode == http.StatusOK && strings.Contains(string(raw), want) {
-					mine.ok++
-				} else {
-					mine.bad++
-				}
-			}
-			mu.Lock()
-			total.ok, total.bad, total.errs = total.ok+mine.ok, total.bad+mine.bad, total.errs+mine.errs
-			total.lat = append(total.lat, mine.lat...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	total.elapsed = time.Since(start)
-	slices.Sort(total.lat)
-	return total
 }
 
 // loopback reports whether host is localhost or a loopback address.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,4 +43,99 @@ func TestMeasuresAgainstBaseline(t *testing.T) {
 	err := run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "paymentStatusReturn", "-c", "2", "-d", "100ms"}, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bad replies")
+}
+
+// The whole harness in quick mode: every party starts, every scenario runs
+// and the report has the shape docs/performance.md describes. Speed is not
+// checked (a shared machine); that replies were good is.
+func TestSuiteQuickReportShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the bridge, the sandbox and the peers")
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	var out strings.Builder
+	require.NoError(t, run([]string{"-quick", "-d", "150ms", "-slow-clients", "8", "-rate", "40", "-json", path}, &out))
+	text := out.String()
+	assert.Contains(t, text, "touch / ceiling, throughput")
+	assert.Less(t, strings.Index(text, "\nfigure "), strings.Index(text, "\nscenario "), "ratios come first")
+
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	var rj map[string]any
+	require.NoError(t, json.Unmarshal(raw, &rj))
+	keys := []string{}
+	for k := range rj {
+		keys = append(keys, k)
+	}
+	assert.Subset(t, keys, []string{"machine", "settings", "ratios", "scenarios"})
+
+	ratios := map[string]headline{}
+	for _, h := range rep.Ratios {
+		ratios[h.Name] = h
+		assert.Len(t, h.Rounds, 1, h.Name)
+	}
+	for _, name := range []string{"touch / ceiling, throughput", "paymentStatus / ceiling, throughput",
+		"createPayment / ceiling, throughput", "slow gateway, 8 clients: bridge / straight at the gateway, throughput",
+		"slow gateway, 8 clients: bridge / cap of 80/s", "slow gateway, 8 clients: bridge peak RSS",
+		"slow gateway, open loop 40/s: p99", "slow gateway, open loop 40/s: failed calls"} {
+		h, ok := ratios[name]
+		if assert.True(t, ok, "ratio %q missing", name) {
+			assert.Greater(t, h.Value, -1e-9, name)
+		}
+	}
+	assert.Greater(t, ratios["touch / ceiling, throughput"].Value, 0.0)
+
+	scen := map[string]scenarioReport{}
+	for _, s := range rep.Scenarios {
+		scen[s.Name] = s
+	}
+	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-bridge-8", "slowgw-open-40"}
+	_, _, phpErr := phpTools()
+	if phpErr == nil {
+		want = append(want, "php-touch", "php-paymentStatus", "slowgw-php-8")
+		assert.Contains(t, ratios, "bridge / PHP adapter, touch throughput")
+	} else {
+		assert.Contains(t, strings.Join(rep.Notes, "\n"), "PHP scenarios skipped: "+phpErr.Error())
+	}
+	for _, name := range want {
+		s, ok := scen[name]
+		if !assert.True(t, ok, "scenario %s missing", name) {
+			continue
+		}
+		assert.Positive(t, s.OK, name)
+		assert.Zero(t, s.Bad, name)
+		assert.Positive(t, s.Throughput, name)
+		assert.LessOrEqual(t, s.P50, s.P99, name)
+		assert.LessOrEqual(t, s.P99, s.P999, name)
+		assert.Contains(t, s.CPUPer1000, "client", name)
+		assert.Contains(t, s.CPUPer1000, "server", name)
+		assert.NotEmpty(t, s.PeakRSS, name)
+	}
+	assert.Positive(t, scen["touch"].PeakRSS["bridge"], "the bridge's VmHWM is read")
+	assert.Contains(t, scen["paymentStatus"].CPUPer1000, "sandbox")
+	if phpErr == nil {
+		assert.Positive(t, scen["php-touch"].PeakRSS["php-fpm"], "the php-fpm workers' VmHWM is read")
+	}
+}
+
+func TestSuiteRefusesUnboundedRuns(t *testing.T) {
+	for _, args := range [][]string{{"-d", "10m"}, {"-d", "0s"}, {"-rounds", "0"}, {"-slow-clients", "0"}, {"-php", "maybe"}} {
+		err := run(args, io.Discard)
+		require.Error(t, err, args)
+	}
+}
+
+// TestMain lets the test binary stand in for soapload when the harness
+// starts its helper servers (`<self> -role …`).
+func TestMain(m *testing.M) {
+	if hasFlag(os.Args[1:], "role") {
+		if err := runRole(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/legacybridge/soapbridge/operations"
+)
+
+// suiteConfig are the settings of a whole harness run.
+type suiteConfig struct {
+	dur         time.Duration
+	rounds      int
+	clients     int
+	slowClients []int
+	slowDelay   time.Duration
+	rate        int
+	php         string // auto, off
+	phpWorkers  int
+	jsonPath    string
+	binDir      string
+	quick       bool
+	keep        bool
+}
+
+// The demo merchant of the sandbox and the bridge.
+type merchantCreds struct {
+	goid                              int64
+	clientID, clientSecret, secureKey string
+}
+
+var demo = merchantCreds{goid: 8123456789, clientID: "sandbox-client", clientSecret: "sandbox-secret", secureKey: "DemoSecureKey-0123456789"}
+
+const soapPath = "/axis/EPaymentServiceV2"
+
+// runSuite parses the suite's flags and runs every scenario.
+func runSuite(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("soapload", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var c suiteConfig
+	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration of each scenario in each round (at most 5m)")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds; baselines and subjects alternate, figures are medians")
+	fs.IntVar(&c.clients, "c", 32, "concurrent clients of the fast scenarios")
+	slow := fs.String("slow-clients", "200,1000,2000", "client counts of the slow-gateway scenarios")
+	fs.DurationVar(&c.slowDelay, "slow-delay", 100*time.Millisecond, "delay of the slow gateway")
+	fs.IntVar(&c.rate, "rate", 2000, "calls per second of the open-loop scenario")
+	fs.StringVar(&c.php, "php", "auto", "auto: run the PHP peer when php-fpm and nginx are there; off: skip it")
+	fs.IntVar(&c.phpWorkers, "php-workers", 50, "static php-fpm pool size")
+	fs.StringVar(&c.jsonPath, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&c.binDir, "bin", "", "directory with prebuilt soapbridge and gatewaysandbox (default: go build them)")
+	fs.BoolVar(&c.quick, "quick", false, "smoke run: tiny durations and client counts (CI); explicit flags still apply")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (servers' logs and configurations) for a look afterwards")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quick := map[string]func(){
+			"d": func() { c.dur = 300 * time.Millisecond }, "rounds": func() { c.rounds = 1 },
+			"c": func() { c.clients = 4 }, "slow-clients": func() { *slow = "20" },
+			"rate": func() { c.rate = 50 }, "php-workers": func() { c.phpWorkers = 4 },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	for f := range strings.SplitSeq(*slow, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 5000 {
+			return fmt.Errorf("-slow-clients: %q is not a count within 1..5000", f)
+		}
+		c.slowClients = append(c.slowClients, n)
+	}
+	switch {
+	case c.dur <= 0 || c.dur > 5*time.Minute:
+		return errors.New("-d must be within (0, 5m]")
+	case c.rounds < 1 || c.rounds > 20:
+		return errors.New("-rounds must be 1..20")
+	case c.clients < 1 || c.clients > 5000:
+		return errors.New("-c must be 1..5000")
+	case c.rate < 1 || c.rate > 50000:
+		return errors.New("-rate must be 1..50000")
+	case c.php != "auto" && c.php != "off":
+		return errors.New("-php must be auto or off")
+	case c.phpWorkers < 1 || c.phpWorkers > 500:
+		return errors.New("-php-workers must be 1..500")
+	case c.slowDelay < 0 || c.slowDelay > 10*time.Second:
+		return errors.New("-slow-delay must be within [0, 10s]")
+	}
+	rep, err := c.run(out)
+	if err != nil {
+		return err
+	}
+	rep.writeTable(out)
+	if c.jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "JSON report: %s\n", c.jsonPath)
+	}
+	return nil
+}
+
+// bench is the running set-up of one harness run.
+type bench struct {
+	cfg    suiteConfig
+	dir    string
+	kids   []*child
+	php    *phpPeer
+	groups []procGroup
+	scen   []scenario
+	notes  []string
+}
+
+// scenario is one load phase, run once per round.
+type scenario struct {
+	name    string
+	what    string
+	t       target
+	clients int // closed loop
+	rate    int // open loop when > 0
+	server  []string
+}
+
+// sample is what one scenario measured in one round.
+type sample struct {
+	res  result
+	cpu  map[string]int64 // clock ticks by process group
+	peak map[string]int64 // VmHWM bytes by process group
+}
+
+func (c suiteConfig) run(out io.Writer) (*report, error) {
+	b := &bench{cfg: c}
+	defer b.close()
+	var err error
+	if b.dir, err = os.MkdirTemp("", "soapload-"); err != nil {
+		return nil, err
+	}
+	if c.keep {
+		fmt.Fprintln(out, "soapload: work directory", b.dir)
+	}
+	if err := b.setUp(out); err != nil {
+		return nil, err
+	}
+	bound := time.Duration(len(b.scen)) * (c.dur + 200*time.Millisecond)
+	fmt.Fprintf(out, "soapload: %d scenarios × %d rounds of %s (about %s of load)\n",
+		len(b.scen), c.rounds, c.dur, (bound * time.Duration(c.rounds)).Round(time.Second))
+	samples := map[string][]sample{}
+	self := procGroup{name: "client", pid: os.Getpid()}
+	groups := append(slices.Clone(b.groups), self)
+	for round := range c.rounds {
+		order := slices.Clone(b.scen)
+		if round%2 == 1 {
+			// Every baseline runs before its subject in one round and
+			// after it in the next, so a drift of the machine cancels.
+			slices.Reverse(order)
+		}
+		for _, s := range order {
+			smp := b.measure(s, groups)
+			samples[s.name] = append(samples[s.name], smp)
+			fmt.Fprintf(out, "  round %d %-26s %s\n", round+1, s.name, smp.res)
+			if smp.res.firstBad != "" {
+				fmt.Fprintf(out, "    first failure: %s\n", smp.res.firstBad)
+				b.notes = append(b.notes, fmt.Sprintf("%s, round %d: %d bad, %d errors; first: %s",
+					s.name, round+1, smp.res.bad, smp.res.errs, smp.res.firstBad))
+			}
+		}
+	}
+	return b.report(samples, groups), nil
+}
+
+// measure runs s once, reading every process's CPU and peak memory around it.
+func (b *bench) measure(s scenario, groups []procGroup) sample {
+	smp := sample{cpu: map[string]int64{}, peak: map[string]int64{}}
+	before := map[string]int64{}
+	for _, g := range groups {
+		g.resetPeak()
+		before[g.name] = g.cpuTicks()
+	}
+	if s.rate > 0 {
+		cl := newClient(4096, 10*time.Second)
+		smp.res = openLoop(cl, s.t, s.rate, b.cfg.dur, min(max(64, s.rate*4), 20000))
+		cl.CloseIdleConnections()
+	} else {
+		cl := newClient(s.clients, 30*time.Second)
+		smp.res = closedLoop(cl, s.t, s.clients, b.cfg.dur)
+		cl.CloseIdleConnections()
+	}
+	for _, g := range groups {
+		smp.cpu[g.name] = g.cpuTicks() - before[g.name]
+		smp.peak[g.name] = g.peakRSS()
+	}
+	time.Sleep(200 * time.Millisecond) // closed connections settle before the next one
+	return smp
+}
+
+func (b *bench) close() {
+	b.php.stop()
+	for i := len(b.kids) - 1; i >= 0; i-- {
+		b.kids[i].stop()
+	}
+	if b.dir != "" && !b.cfg.keep {
+		os.RemoveAll(b.dir)
+	}
+}
+
+func (b *bench) start(name string, argv, env []string, ready *regexp.Regexp) (*child, string, error) {
+	c, got, err := startChild(b.dir, name, argv, env, ready, 30*time.Second)
+	if err != nil {
+		return nil, "", err
+	}
+	b.kids = append(b.kids, c)
+	return c, got, nil
+}
+
+// setUp builds and starts every server and prepares the requests.
+func (b *bench) setUp(out io.Writer) error {
+	ctx := context.Background()
+	bin := b.cfg.binDir
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		bin = b.dir
+		fmt.Fprintln(out, "soapload: building cmd/soapbridge and cmd/gatewaysandbox")
+		if err := buildBinaries(ctx, root, bin); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	quiet := []string{"SOAPBRIDGE_LOG_LEVEL=warn"}
+
+	sb, sbAddr, err := b.start("sandbox", []string{filepath.Join(bin, "gatewaysandbox"), "-listen", "127.0.0.1:0"}, quiet,
+		regexp.MustCompile(`listening on (\S+)`))
+	if err != nil {
+		return err
+	}
+	sandboxURL := "http://" + sbAddr
+	ceil, ceilAddr, err := b.start("ceiling", []string{self, "-role", "ceiling"}, nil, regexp.MustCompile(`listening (\S+)`))
+	if err != nil {
+		return err
+	}
+	proxy, proxyAddr, err := b.start("slowgw", []string{self, "-role", "delay", "-upstream", sandboxURL, "-delay", b.cfg.slowDelay.String()}, nil,
+		regexp.MustCompile(`listening (\S+)`))
+	if err != nil {
+		return err
+	}
+	slowGW := "http://" + proxyAddr
+	bridge := func(name, gateway string) (*child, string, error) {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		env := []string{
+			"SOAPBRIDGE_LISTEN=" + addr,
+			"SOAPBRIDGE_PUBLIC_URL=http://" + addr,
+			"SOAPBRIDGE_GATEWAY_URL=" + gateway + "/api",
+			"SOAPBRIDGE_DATABASE=" + filepath.Join(b.dir, name+".db"),
+			"SOAPBRIDGE_LOG_LEVEL=info", // production: one access-log line per call
+			"SOAPBRIDGE_GOID=" + strconv.FormatInt(demo.goid, 10),
+			"SOAPBRIDGE_CLIENT_ID=" + demo.clientID,
+			"SOAPBRIDGE_CLIENT_SECRET=" + demo.clientSecret,
+			"SOAPBRIDGE_SECURE_KEY=" + demo.secureKey,
+		}
+		c, addr, err := b.start(name, []string{filepath.Join(bin, "soapbridge")}, env, regexp.MustCompile(`"msg":"listening".*?"addr":"([^"]+)"`))
+		return c, "http://" + addr + soapPath, err
+	}
+	fast, fastURL, err := bridge("bridge", sandboxURL)
+	if err != nil {
+		return err
+	}
+	slow, slowURL, err := bridge("bridge-slowgw", slowGW)
+	if err != nil {
+		return err
+	}
+	b.groups = []procGroup{
+		{name: "bridge", pid: fast.pid()}, {name: "bridge-slowgw", pid: slow.pid()},
+		{name: "sandbox", pid: sb.pid()}, {name: "ceiling", pid: ceil.pid()}, {name: "slowgw", pid: proxy.pid()},
+	}
+
+	// One payment per bridge (so paymentStatus reads a stored session), a
+	// token for the direct calls.
+	create, err := createRequest()
+	if err != nil {
+		return err
+	}
+	fastID, err := createPayment(fastURL, create)
+	if err != nil {
+		return fmt.Errorf("createPayment through the bridge: %w", err)
+	}
+	slowID, err := createPayment(slowURL, create)
+	if err != nil {
+		return fmt.Errorf("createPayment through the bridge on the slow gateway: %w", err)
+	}
+	token, err := fetchToken(sandboxURL)
+	if err != nil {
+		return err
+	}
+	fastStatus, err := statusRequest(fastID)
+	if err != nil {
+		return err
+	}
+	slowStatus, err := statusRequest(slowID)
+	if err != nil {
+		return err
+	}
+	touch := []byte(touchRequest)
+	direct := target{method: http.MethodGet, url: slowGW + "/api/payments/payment/" + slowID, want: []byte(`"state"`),
+		header: http.Header{"Authorization": {"Bearer " + token}, "Accept": {"application/json"}}}
+
+	// The PHP peer.
+	phpOK := false
+	if b.cfg.php == "auto" {
+		if err := b.startPHP(fastURL, sandboxURL, slowGW); err != nil {
+			b.notes = append(b.notes, "PHP scenarios skipped: "+err.Error())
+			fmt.Fprintln(out, "soapload: PHP scenarios skipped:", err)
+		} else {
+			phpOK = true
+			b.groups = append(b.groups, procGroup{name: "nginx", pid: b.php.nginx.pid(), children: true},
+				procGroup{name: "php-fpm", pid: b.php.fpm.pid(), children: true})
+		}
+	} else {
+		b.notes = append(b.notes, "PHP scenarios skipped: -php off")
+	}
+
+	c := b.cfg.clients
+	add := func(s scenario) { b.scen = append(b.scen, s) }
+	add(scenario{name: "ceiling", what: "bare echo server answering a stored touch reply", t: soapTarget(ceilURLOf(ceilAddr), touch, ">OK<"), clients: c, server: []string{"ceiling"}})
+	add(scenario{name: "touch", what: "touch through the bridge", t: soapTarget(fastURL, touch, ">OK<"), clients: c, server: []string{"bridge"}})
+	add(scenario{name: "paymentStatus", what: "signed paymentStatus through the bridge (REST GET to the sandbox, session read)", t: soapTarget(fastURL, fastStatus, "CALL_COMPLETED"), clients: c, server: []string{"bridge", "sandbox"}})
+	add(scenario{name: "createPayment", what: "signed createPayment through the bridge (REST POST, session write)", t: soapTarget(fastURL, create, "CALL_COMPLETED"), clients: c, server: []string{"bridge", "sandbox"}})
+	if phpOK {
+		add(scenario{name: "php-touch", what: "touch through the PHP SoapServer adapter (nginx + php-fpm)", t: soapTarget(b.php.url+"/fast/", touch, ">OK<"), clients: c, server: []string{"nginx", "php-fpm"}})
+		add(scenario{name: "php-paymentStatus", what: "signed paymentStatus through the PHP adapter", t: soapTarget(b.php.url+"/fast/", fastStatus, "CALL_COMPLETED"), clients: c, server: []string{"nginx", "php-fpm", "sandbox"}})
+	}
+	for _, n := range b.cfg.slowClients {
+		add(scenario{name: fmt.Sprintf("slowgw-direct-%d", n), what: fmt.Sprintf("%d clients straight at the slow gateway (REST GET)", n), t: direct, clients: n, server: []string{"slowgw", "sandbox"}})
+		add(scenario{name: fmt.Sprintf("slowgw-bridge-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the bridge on the slow gateway", n), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
+		if phpOK {
+			add(scenario{name: fmt.Sprintf("slowgw-php-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the PHP adapter on the slow gateway", n), t: soapTarget(b.php.url+"/slow/", slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"nginx", "php-fpm", "slowgw", "sandbox"}})
+		}
+	}
+	add(scenario{name: fmt.Sprintf("slowgw-open-%d", b.cfg.rate), what: fmt.Sprintf("open loop, %d paymentStatus calls/s through the bridge on the slow gateway", b.cfg.rate), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), rate: b.cfg.rate, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
+	return nil
+}
+
+func ceilURLOf(addr string) string { return "http://" + addr + soapPath }
+
+// startPHP fetches the bridge's WSDL for SoapServer and starts the peer.
+func (b *bench) startPHP(bridgeURL, fastGW, slowGW string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	adapter := filepath.Join(root, "bench", "peers", "php", "adapter.php")
+	if _, err := os.Stat(adapter); err != nil {
+		return err
+	}
+	if _, _, err := phpTools(); err != nil {
+		return err
+	}
+	resp, err := http.Get(bridgeURL + "?wsdl")
+	if err != nil {
+		return err
+	}
+	wsdl, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching the bridge's WSDL: status %d %v", resp.StatusCode, err)
+	}
+	wsdlPath := filepath.Join(b.dir, "EPaymentServiceV2.wsdl")
+	if err := os.WriteFile(wsdlPath, wsdl, 0o644); err != nil {
+		return err
+	}
+	b.php, err = startPHP(b.dir, adapter, wsdlPath, b.cfg.phpWorkers,
+		[]phpGateway{{"fast", fastGW + "/api"}, {"slow", slowGW + "/api"}}, demo)
+	return err
+}
+
+// touchRequest is PHP SoapClient's touch.
+const touchRequest = `<?xml version="1.0" encoding="UTF-8"?>
+<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><SOAP-ENV:Body><ns1:touch/></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+
+// createRequest is a signed createPayment of the demo merchant.
+func createRequest() ([]byte, error) {
+	f := operations.PaymentCommandFields{TargetGoID: strconv.FormatInt(demo.goid, 10),
+		ProductName: "Objednávka č. 42", TotalPrice: "12900", Currency: "CZK", OrderNumber: "42",
+		FailedURL: "https://eshop.example/failed", SuccessURL: "https://eshop.example/success",
+		PreAuthorization: "0", RecurrentPayment: "0", PaymentChannels: "cz_kb,eu_gp_u"}
+	sig, err := operations.Sign(demo.secureKey, f.Fields()...)
+	if err != nil {
+		return nil, err
+	}
+	s := func(name, v string) string {
+		return `<` + name + ` xsi:type="SOAP-ENC:string">` + v + `</` + name + `>`
+	}
+	l := func(name, v string) string {
+		return `<` + name + ` xsi:type="SOAP-ENC:long">` + v + `</` + name + `>`
+	}
+	body := s("currency", f.Currency) + s("encryptedSignature", sig) + s("failedURL", f.FailedURL) +
+		s("orderNumber", f.OrderNumber) + s("paymentChannels", f.PaymentChannels) +
+		`<preAuthorization xsi:type="SOAP-ENC:boolean">false</preAuthorization>` + s("productName", f.ProductName) +
+		`<recurrentPayment xsi:type="SOAP-ENC:boolean">false</recurrentPayment>` + s("successURL", f.SuccessURL) +
+		l("targetGoId", f.TargetGoID) + l("totalPrice", f.TotalPrice)
+	return []byte(envelope("createPayment", `<paymentCommand xsi:type="ns2:EPaymentCommand">`+body+`</paymentCommand>`)), nil
+}
+
+// statusRequest is a signed paymentStatus of payment id.
+func statusRequest(id string) ([]byte, error) {
+	goid := strconv.FormatInt(demo.goid, 10)
+	sig, err := operations.Sign(demo.secureKey, operations.PaymentSessionFields(goid, id)...)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(envelope("paymentStatus", `<paymentSessionInfo xsi:type="ns2:EPaymentSessionInfo">`+
+		`<encryptedSignature xsi:type="SOAP-ENC:string">`+sig+`</encryptedSignature>`+
+		`<paymentSessionId xsi:type="SOAP-ENC:long">`+id+`</paymentSessionId>`+
+		`<targetGoId xsi:type="SOAP-ENC:long">`+goid+`</targetGoId></paymentSessionInfo>`)), nil
+}
+
+// envelope is an RPC/encoded request as PHP SoapClient writes it.
+func envelope(op, part string) string {
+	return `<?xml version="1.0" encoding="UTF-8"?>
+<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:ns2="urn:AxisEPaymentProvider" xmlns:xsd="http://www.w3.org/2001/XMLSchema" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><SOAP-ENV:Body><ns1:` +
+		op + `>` + part + `</ns1:` + op + `></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+}
+
+var sessionIDRe = regexp.MustCompile(`<paymentSessionId[^>]*>(\d+)<`)
+
+func createPayment(url string, body []byte) (string, error) {
+	resp, err := http.Post(url, "text/xml; charset=utf-8", strings.NewReader(string(body)))
+	if err != nil {
+		return "", err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return "", err
+	}
+	m := sessionIDRe.FindSubmatch(raw)
+	if m == nil || !strings.Contains(string(raw), "CALL_COMPLETED") {
+		return "", fmt.Errorf("unexpected reply: %.400s", raw)
+	}
+	return string(m[1]), nil
+}
+
+// fetchToken gets a client-credentials token of the demo merchant.
+func fetchToken(gateway string) (string, error) {
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"payment-all"}}
+	req, err := http.NewRequest(http.MethodPost, gateway+"/api/oauth2/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(demo.clientID+":"+demo.clientSecret)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var t struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil || t.AccessToken == "" {
+		return "", fmt.Errorf("sandbox token: status %d, %v", resp.StatusCode, err)
+	}
+	return t.AccessToken, nil
+}
+
+// machine describes where the run happened.
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
