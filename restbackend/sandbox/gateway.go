@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,6 +27,8 @@ type Merchant struct {
 	ClientSecret string
 	// Scopes the client may request; payment-create and payment-all when empty.
 	Scopes []string
+	// Name is the merchant's name the payment page shows (optional).
+	Name string
 }
 
 // Options configure a Gateway.
@@ -44,13 +47,16 @@ type Options struct {
 	// NotifyBackoff is the wait after failed notification attempt n (1-based);
 	// 30 s doubling up to 2 h when nil.
 	NotifyBackoff func(attempt int) time.Duration
+	// StateFile, when set, is a JSON file the sandbox keeps its payments and
+	// stored cards in (see persist.go), so a restart loses nothing. Use Open
+	// to learn whether it could be read.
+	StateFile string
 }
 
 const (
 	tokenLifetime   = 1800 * time.Second
 	unpaidTimeout   = 7 * 24 * time.Hour // CREATED / PAYMENT_METHOD_CHOSEN → TIMEOUTED
 	authorizationTT = 4 * 24 * time.Hour // AUTHORIZED → CANCELED
-	firstPaymentID  = 3000000001
 	maxBody         = 1 << 20
 )
 
@@ -77,6 +83,10 @@ type Gateway struct {
 	nextID    int64
 	cards     map[string]cardRecord // card token → card
 	closed    bool
+	dirty     bool // state changed since the state file was written
+	faults    []*Fault
+	posts     map[string]int // REST POSTs received, by path
+	acted     map[string]int // REST POSTs answered 2xx, by path
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,8 +101,20 @@ type accessToken struct {
 	expires time.Time
 }
 
-// New returns a running sandbox gateway; Close stops its background work.
+// New returns a running sandbox gateway; Close stops its background work. A
+// state file that cannot be read is logged and then left alone: the gateway
+// runs in memory and does not overwrite it. Open reports that error instead.
 func New(opts Options) *Gateway {
+	g, err := Open(opts)
+	if err != nil {
+		g.log.Error("sandbox: state file not used", zap.Error(err))
+	}
+	return g
+}
+
+// Open is New that reports a state file it cannot read; the gateway it
+// returns then runs in memory (and must still be closed).
+func Open(opts Options) (*Gateway, error) {
 	g := &Gateway{
 		opts:      opts,
 		clock:     opts.Clock,
@@ -104,8 +126,9 @@ func New(opts Options) *Gateway {
 		tokens:    map[string]*accessToken{},
 		payments:  map[int64]*payment{},
 		byGwToken: map[string]*payment{},
-		nextID:    firstPaymentID,
 		cards:     map[string]cardRecord{},
+		posts:     map[string]int{},
+		acted:     map[string]int{},
 	}
 	if g.clock == nil {
 		g.clock = &offsetClock{}
@@ -127,6 +150,13 @@ func New(opts Options) *Gateway {
 		}
 		g.merchants[m.ClientID] = &m
 		g.byGoID[m.GoID] = &m
+	}
+	g.nextID = clockSeed(g.clock.Now())
+	var loadErr error
+	if g.opts.StateFile != "" {
+		if loadErr = g.load(); loadErr != nil {
+			g.opts.StateFile = ""
+		}
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if mc, ok := g.clock.(*ManualClock); ok {
@@ -152,7 +182,7 @@ func New(opts Options) *Gateway {
 		}()
 	}
 	g.e = g.routes()
-	return g
+	return g, loadErr
 }
 
 // Close stops the scheduler and pending notification retries.
@@ -183,8 +213,35 @@ func (g *Gateway) kickScheduler() {
 	}
 }
 
-// ServeHTTP serves the REST interface, the payment page and the test helpers.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.e.ServeHTTP(w, r) }
+// ServeHTTP serves the REST interface, the payment page and the test
+// helpers, counts REST POSTs and applies armed faults.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") {
+		g.mu.Lock()
+		g.posts[r.URL.Path]++
+		g.mu.Unlock()
+	}
+	if !strings.HasPrefix(r.URL.Path, "/sandbox/") {
+		if f := g.takeFault(r.Method, r.URL.Path); f != nil {
+			g.log.Info("sandbox: injected fault", zap.String("kind", string(f.Kind)), zap.String("method", r.Method), zap.String("path", r.URL.Path))
+			g.serveFault(w, r, f)
+			return
+		}
+	}
+	g.serve(w, r)
+}
+
+// serve handles one call, then counts a performed POST and saves the state.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
+	sw := &statusWriter{ResponseWriter: w}
+	g.e.ServeHTTP(sw, r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") && sw.status >= 200 && sw.status < 300 {
+		g.acted[r.URL.Path]++
+	}
+	g.persistLocked()
+}
 
 func (g *Gateway) routes() *echo.Echo {
 	e := echo.New()
@@ -205,6 +262,9 @@ func (g *Gateway) routes() *echo.Echo {
 	api.POST("/payments/payment/:id/capture", g.handleCapture, g.auth(all...))
 	api.POST("/payments/payment/:id/void-authorization", g.handleVoidAuthorization, g.auth(all...))
 	api.GET("/eshops/eshop/:goid/payment-instruments/:currency", g.handleInstruments, g.auth(all...))
+	api.GET("/eshops/eshop/:goid/payment-instruments", g.handleInstrumentsAll, g.auth(all...))
+	api.GET("/payments/cards/:card", g.handleCardGet, g.auth(all...))
+	api.DELETE("/payments/cards/:card", g.handleCardDelete, g.auth(all...))
 	api.POST("/accounts/account-statement", g.handleStatement, g.auth(all...))
 
 	e.GET("/gw/v3/:token", g.handlePage)
@@ -216,6 +276,10 @@ func (g *Gateway) routes() *echo.Echo {
 	e.POST("/sandbox/payments/:id/:action", g.handleHelperAct)
 	e.POST("/sandbox/clock/advance", g.handleClockAdvance)
 	e.GET("/sandbox/clock", g.handleClockGet)
+	e.POST("/sandbox/faults", g.handleFaultAdd)
+	e.GET("/sandbox/faults", g.handleFaultList)
+	e.DELETE("/sandbox/faults", g.handleFaultClear)
+	e.GET("/sandbox/stats", g.handleStats)
 	return e
 }
 
@@ -238,10 +302,18 @@ func (g *Gateway) errorHandler(err error, c echo.Context) {
 		g.log.Error("sandbox: internal error", zap.Error(err))
 		ae = refuse(http.StatusInternalServerError, globalErr(codeSystem, "internal error"))
 	}
-	_ = c.JSON(ae.status, restbackend.ErrorBody{
+	g.writeError(c.Response(), ae)
+}
+
+// writeError writes the error-list body of ae.
+func (g *Gateway) writeError(w http.ResponseWriter, ae *apiError) {
+	b, _ := json.Marshal(restbackend.ErrorBody{
 		DateIssued: g.clock.Now().In(prague).Format("2006-01-02T15:04:05.000-0700"),
 		Errors:     ae.items,
 	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // --- authentication ---
