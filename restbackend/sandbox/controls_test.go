@@ -325,7 +325,10 @@ func TestFaultHelperEndpoint(t *testing.T) {
 	require.Equal(t, http.StatusOK, st)
 	assert.Empty(t, e.g.Faults())
 
-	st, b = e.send(func() *http.Request { r, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/sandbox/stats", nil); return r }())
+	st, b = e.send(func() *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/sandbox/stats", nil)
+		return r
+	}())
 	require.Equal(t, http.StatusOK, st)
 	var s Stats
 	require.NoError(t, json.Unmarshal(b, &s))
@@ -365,4 +368,3 @@ func TestStateFileSurvivesRestart(t *testing.T) {
 	var se *json.SyntaxError
 	assert.True(t, errors.As(err, &se), "%v", err)
 }
-
