@@ -177,7 +177,10 @@ func jsonKind(goKind string) string {
 }
 
 // validator collects field errors.
-type validator struct{ items []restbackend.ErrorItem }
+type validator struct {
+	items  []restbackend.ErrorItem
+	refund bool // item amounts may be negative (itemsAddUp)
+}
 
 func (v *validator) add(code int, field, format string, args ...any) {
 	v.items = append(v.items, fieldErr(code, field, fmt.Sprintf(format, args...)))
@@ -244,6 +247,8 @@ func (v *validator) itemList(items []restbackend.Item) {
 }
 
 // itemsAddUp refuses items whose amounts do not add up to amount (360).
+// Refund items may be written negative (the documented EET refund): their
+// sum then matches -amount.
 func (v *validator) itemsAddUp(items []restbackend.Item, amount int64) {
 	if len(items) == 0 || amount <= 0 {
 		return
@@ -252,7 +257,7 @@ func (v *validator) itemsAddUp(items []restbackend.Item, amount int64) {
 	for _, it := range items {
 		sum += it.Amount
 	}
-	if sum != amount {
+	if sum != amount && !(v.refund && sum == -amount) {
 		v.add(codeItemsMismatch, "items", "the items add up to %d, the amount is %d", sum, amount)
 	}
 }
@@ -470,7 +475,7 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 		if err := readJSON(c, &in); err != nil {
 			return err
 		}
-		v := &validator{}
+		v := &validator{refund: true}
 		its := items(v, in.Items)
 		v.itemList(its)
 		v.itemsAddUp(its, int64(in.Amount))
