@@ -98,6 +98,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		BaseURL:   *publicURL,
 		Logger:    log,
 		StateFile: *state,
+		// A bridge's kept database must never see an id twice, even
+		// without a state file; and every statement format is offered.
+		SeedIDsFromClock: true,
+		StatementFormats: sandbox.AllStatementFormats,
 	})
 	defer g.Close()
 	if err != nil {

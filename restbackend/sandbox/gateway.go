@@ -51,6 +51,15 @@ type Options struct {
 	// stored cards in (see persist.go), so a restart loses nothing. Use Open
 	// to learn whether it could be read.
 	StateFile string
+	// SeedIDsFromClock makes the first payment id come from the clock
+	// (persist.go), so that a restarted sandbox never hands out an id an
+	// earlier run did. Off, ids start at 3000000001, as tests with fixed ids
+	// expect. Binaries that a bridge with a kept database talks to set it.
+	SeedIDsFromClock bool
+	// StatementFormats are the statement formats the merchant accounts
+	// offer; nil means CSV_A and CSV_B, what earlier sandboxes made.
+	// AllStatementFormats lists every format the facts name.
+	StatementFormats []string
 }
 
 const (
@@ -151,7 +160,13 @@ func Open(opts Options) (*Gateway, error) {
 		g.merchants[m.ClientID] = &m
 		g.byGoID[m.GoID] = &m
 	}
-	g.nextID = clockSeed(g.clock.Now())
+	g.nextID = firstTestID
+	if g.opts.SeedIDsFromClock {
+		g.nextID = clockSeed(g.clock.Now())
+	}
+	if g.opts.StatementFormats == nil {
+		g.opts.StatementFormats = []string{"CSV_A", "CSV_B"}
+	}
 	var loadErr error
 	if g.opts.StateFile != "" {
 		if loadErr = g.load(); loadErr != nil {

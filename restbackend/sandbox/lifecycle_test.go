@@ -295,14 +295,27 @@ func TestRefundHistory(t *testing.T) {
 func TestPaymentIDsAreTenDigits(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.create(nil), e.create(nil)
-	assert.Equal(t, clockSeed(t0), a.ID, "the first id comes from the clock")
+	assert.EqualValues(t, 3000000001, a.ID, "a ManualClock sandbox has fixed ids")
 	assert.Equal(t, a.ID+1, b.ID)
 	assert.Len(t, itoa(a.ID), 10)
-	assert.Len(t, itoa(clockSeed(time.Date(2047, 1, 1, 0, 0, 0, 0, time.UTC))), 10)
 	assert.NotEqual(t, a.GwURL, b.GwURL)
+}
 
-	// A restart a second later starts above every id of a run that made
-	// fewer than ten payments a second.
-	later := newEnv(t, func(o *Options) { o.Clock = NewManualClock(t0.Add(time.Second)) })
-	assert.Greater(t, later.create(nil).ID, a.ID+9)
+// With SeedIDsFromClock the first id comes from the clock: tenths of a second, so a
+// restart starts above every id of a run that made fewer than ten payments
+// a second, and ids stay ten digits for twenty years.
+func TestRealTimeIDsSeededFromTheClock(t *testing.T) {
+	before := clockSeed(time.Now())
+	g := New(Options{Merchants: []Merchant{{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}, SeedIDsFromClock: true})
+	defer g.Close()
+	after := clockSeed(time.Now())
+	g.mu.Lock()
+	first := g.newID()
+	g.mu.Unlock()
+	assert.GreaterOrEqual(t, first, before)
+	assert.LessOrEqual(t, first, after)
+
+	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	assert.Equal(t, clockSeed(start)+10, clockSeed(start.Add(time.Second)), "ten ids a second of room")
+	assert.Len(t, itoa(clockSeed(time.Date(2047, 1, 1, 0, 0, 0, 0, time.UTC))), 10)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
-// Payment ids. Without a state file the first id comes from the clock:
+// Payment ids. With Options.SeedIDsFromClock the first id comes from the clock:
 // idBase plus the tenths of a second since idEpoch, ten digits until 2047.
 // A restart therefore starts above every id the previous run handed out as
 // long as that run averaged fewer than ten payments a second, so a bridge
@@ -22,6 +22,10 @@ import (
 // the saved counter continues (and the clock seed still applies when it is
 // higher).
 const idBase = 3000000000
+
+// firstTestID is the first id without Options.SeedIDsFromClock: fixed ids
+// keep golden files stable.
+const firstTestID = idBase + 1
 
 var idEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 

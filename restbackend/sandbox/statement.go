@@ -63,14 +63,16 @@ var statementFormats = map[string]statementFormat{
 	"PDF_A": {"pdf", writePDF},
 }
 
-func formatNames() string {
+// AllStatementFormats are the statement formats the facts list
+// (Options.StatementFormats).
+var AllStatementFormats = func() []string {
 	names := make([]string, 0, len(statementFormats))
 	for n := range statementFormats {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+	return names
+}()
 
 // handleStatement: POST /api/accounts/account-statement.
 func (g *Gateway) handleStatement(c echo.Context) error {
@@ -101,11 +103,14 @@ func (g *Gateway) handleStatement(c echo.Context) error {
 	}
 	v.currencyField("currency", req.Currency)
 	format, known := statementFormats[req.Format]
+	offered := strings.Join(g.opts.StatementFormats, ", ")
 	switch {
 	case req.Format == "":
-		v.add(codeMandatory, "format", "format is required (%s)", formatNames())
+		v.add(codeMandatory, "format", "format is required (supported: %s)", offered)
 	case !known:
-		v.add(codeWrongFormat, "format", "unknown format %q (%s)", req.Format, formatNames())
+		v.add(codeWrongFormat, "format", "unknown format %q (supported: %s)", req.Format, offered)
+	case !contains(g.opts.StatementFormats, req.Format):
+		v.add(codeWrongFormat, "format", "format %s is not enabled for this account (supported: %s)", req.Format, offered)
 	}
 	if goid != 0 && goid != goidOf(c) {
 		return errForbidden(fmt.Sprintf("goid %d does not belong to this client", goid))

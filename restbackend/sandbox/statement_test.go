@@ -134,6 +134,19 @@ func TestStatementRefusals(t *testing.T) {
 	})
 }
 
+// Without Options.StatementFormats an account offers what earlier sandboxes
+// made, CSV_A and CSV_B; the others are refused by name.
+func TestStatementFormatsDefault(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.StatementFormats = nil })
+	r := restbackend.StatementRequest{DateFrom: "2026-03-01", DateTo: "2026-03-31", GoID: testGoID, Currency: "CZK", Format: "CSV_B"}
+	st, _ := e.statement(r)
+	assert.Equal(t, http.StatusOK, st)
+	r.Format = "XLS_A"
+	st, b := e.statement(r)
+	e.refusal(st, b, http.StatusConflict, codeWrongFormat, "format")
+	assert.Contains(t, string(b), "format XLS_A is not enabled for this account (supported: CSV_A, CSV_B)")
+}
+
 func TestPaymentInstruments(t *testing.T) {
 	e := newEnv(t)
 	get := func(cur string) *restbackend.InstrumentList {
