@@ -34,21 +34,24 @@
     overlay.style.cssText = 'position:fixed;inset:0;z-index:2147483000;background:rgba(0,0,0,.55);' +
       'display:flex;align-items:center;justify-content:center';
     var box = document.createElement('div');
-    box.style.cssText = 'position:relative;width:min(40rem,100vw);height:min(46rem,100vh);background:#fff;border-radius:8px;overflow:hidden';
+    box.style.cssText = 'display:flex;flex-direction:column;width:min(40rem,100vw);height:min(46rem,100vh);background:#fff;border-radius:8px;overflow:hidden';
+    // The close button sits in a bar of its own so it never covers the page.
+    var bar = document.createElement('div');
+    bar.style.cssText = 'display:flex;justify-content:flex-end;background:#15406f;padding:2px 4px';
     var x = document.createElement('button');
     x.type = 'button';
     x.id = 'gopay-gateway-close';
     x.textContent = '\u00d7';
     x.setAttribute('aria-label', t.close);
-    x.style.cssText = 'position:absolute;top:4px;right:6px;z-index:1;width:2.75rem;height:2.75rem;border:0;border-radius:50%;' +
-      'background:#fff;color:#15406f;font-size:1.6rem;cursor:pointer';
+    x.style.cssText = 'width:2.75rem;height:2.75rem;border:0;border-radius:50%;background:#fff;color:#15406f;font-size:1.6rem;cursor:pointer';
     x.onclick = close;
+    bar.appendChild(x);
     var frame = document.createElement('iframe');
     frame.id = 'gopay-gateway-iframe';
     frame.title = t.title;
     frame.src = url + (url.indexOf('?') < 0 ? '?' : '&') + 'embedded=1';
-    frame.style.cssText = 'border:0;width:100%;height:100%';
-    box.appendChild(x);
+    frame.style.cssText = 'border:0;width:100%;flex:1';
+    box.appendChild(bar);
     box.appendChild(frame);
     overlay.appendChild(box);
     // Everything else becomes inert: Tab cannot leave the dialog.
