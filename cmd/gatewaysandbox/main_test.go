@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/internal/testenv"
 )
 
 // syncBuf is a bytes.Buffer safe to read while run writes.
@@ -126,4 +130,50 @@ func TestStateFlagKeepsPayments(t *testing.T) {
 	st, s := call(addr, http.MethodGet, "/api/payments/payment/"+id, "")
 	require.Equal(t, http.StatusOK, st, s)
 	assert.Equal(t, "KEEP-1", s["order_number"])
+}
+
+// Every sh block of docs/sandbox-controls.md runs, in order, against a
+// freshly started sandbox: the documented controls do what the page says.
+func TestSandboxControlsDoc(t *testing.T) {
+	bash := testenv.LookPath(t, "bash", "apt-get install -y bash")
+	testenv.LookPath(t, "curl", "apt-get install -y curl")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "sandbox-controls.md"))
+	require.NoError(t, err)
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	blocks := 0
+	for _, part := range strings.Split(string(doc), "```sh\n")[1:] {
+		code, _, ok := strings.Cut(part, "```")
+		require.True(t, ok, "unclosed sh block")
+		script.WriteString(code)
+		blocks++
+	}
+	require.GreaterOrEqual(t, blocks, 6)
+
+	env := map[string]string{"SOAPBRIDGE_SANDBOX_LISTEN": "127.0.0.1:0", "SOAPBRIDGE_LOG_LEVEL": "error"}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		// As the page starts it, with a state file.
+		args := []string{"-state", filepath.Join(t.TempDir(), "sandbox-state.json")}
+		done <- run(ctx, args, func(k string) string { return env[k] }, &syncBuf{}, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	cmd := exec.Command(bash, "-c", script.String())
+	cmd.Env = append(os.Environ(), "SANDBOX=http://"+addr)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, want := range []string{"declined: _5006", "expired card: _5004", "order number: _5015", "ACCEPTED", "REQUESTED", "refund done",
+		"capture FAILED", "still AUTHORIZED", "connection reset", "but the gateway refunded", "one POST received and performed",
+		"503\n503\n200\n", `"kind":"slow"`, "%PDF-"} {
+		assert.Contains(t, string(out), want)
+	}
 }

@@ -376,14 +376,19 @@ func (g *Gateway) RunDue() {
 	}
 }
 
-// completeAccepted finishes the operations p's replies called ACCEPTED: a
-// capture settles, requested refunds succeed. Caller holds g.mu.
+// acceptedDelay is how long an ACCEPTED capture or refund stays pending
+// (sandbox time): long enough to see it pending, short enough not to wait.
+const acceptedDelay = 5 * time.Second
+
+// completeAccepted finishes the operations p's replies called ACCEPTED once
+// acceptedDelay has passed: a capture settles, requested refunds succeed.
+// Caller holds g.mu.
 func (g *Gateway) completeAccepted(p *payment, now time.Time) {
-	if !p.captureAt.IsZero() && p.state == restbackend.StateAuthorized {
+	if !p.captureAt.IsZero() && p.state == restbackend.StateAuthorized && !now.Before(p.captureAt.Add(acceptedDelay)) {
 		g.capture(p, p.captureAmt, now)
 	}
 	for i := range p.refunds {
-		if r := &p.refunds[i]; r.state == refundRequested {
+		if r := &p.refunds[i]; r.state == refundRequested && !now.Before(r.at.Add(acceptedDelay)) {
 			r.state, r.changed = refundSuccess, now
 			g.refunded(p, r.amount, now)
 		}

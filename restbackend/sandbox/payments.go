@@ -516,7 +516,6 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 			p.refunds = append(p.refunds, refund{amount: amount, state: refundFailed, at: now, changed: now})
 		case restbackend.ResultAccepted:
 			p.refunds = append(p.refunds, refund{amount: amount, state: refundRequested, at: now, changed: now})
-			g.kickScheduler()
 		default:
 			p.refunds = append(p.refunds, refund{amount: amount, state: refundSuccess, at: now, changed: now})
 			g.refunded(p, amount, now)
@@ -623,10 +622,9 @@ func (g *Gateway) handleCapture(c echo.Context) error {
 		result := scenarioResult(amount, magicCaptureAccepted, magicCaptureFailed)
 		switch result {
 		case restbackend.ResultFailed: // the acquirer refused: the hold stays
-		case restbackend.ResultAccepted: // settled by the next scheduler pass
+		case restbackend.ResultAccepted: // settled acceptedDelay later
 			p.captureAt, p.captureAmt = now, amount
 			g.dirty = true
-			g.kickScheduler()
 		default:
 			g.capture(p, amount, now)
 		}

@@ -15,9 +15,9 @@ const (
 	magicCardDeclined       = 66601 // paying by card (outcome success) is declined: CANCELED _5006
 	magicCard3DSFailed      = 66602 // paying by card fails 3-D Secure: CANCELED _5009
 	magicBankRefused        = 66603 // paying by bank button is refused: CANCELED _3003
-	magicCaptureAccepted    = 66611 // capture of this amount: ACCEPTED, PAID at the next scheduler pass
+	magicCaptureAccepted    = 66611 // capture of this amount: ACCEPTED, PAID acceptedDelay later
 	magicCaptureFailed      = 66612 // capture of this amount: FAILED, still AUTHORIZED
-	magicRefundAccepted     = 66621 // refund of this amount: ACCEPTED, history REQUESTED until the next pass
+	magicRefundAccepted     = 66621 // refund of this amount: ACCEPTED, history REQUESTED for acceptedDelay
 	magicRefundFailed       = 66622 // refund of this amount: FAILED, history FAILED, no money moved
 	magicRefundNoFunds      = 66623 // refund of this amount: 409 333, nothing recorded
 	magicRecurrenceDeclined = 66631 // create-recurrence of this amount: child CREATED, then declined (CANCELED _5006)
