@@ -27,7 +27,7 @@ type texts struct {
 	Title, Note, Order, Card, CardNumber, Success, Declined, ThreeDS, Pay, Banks string
 	Transfer, TransferNote, TransferButton, Others, Cancel, State, Back          string
 	WaitingOnline, WaitingOffline, Merchant, Amount, Outcome, NotFound           string
-	NotFoundNote, Close, Failed                                                  string
+	NotFoundNote, Failed                                                         string
 	States                                                                       map[string]string
 	SubStates                                                                    map[string]string
 	Errors                                                                       map[int]string
@@ -45,7 +45,7 @@ var pageTexts = map[string]texts{
 		WaitingOnline: "Platba čeká na dokončení zvolenou metodou.", WaitingOffline: "Platba čeká na příchozí převod.",
 		Merchant: "Obchodník", Amount: "Částka k úhradě", Outcome: "Výsledek testovací platby",
 		NotFound: "Platba nenalezena", NotFoundNote: "Odkaz na platbu je neplatný nebo platba neexistuje. Vraťte se prosím do obchodu a zkuste to znovu.",
-		Close: "Zavřít", Failed: "Platbu se nepodařilo provést.",
+		Failed: "Platbu se nepodařilo provést.",
 		States: map[string]string{
 			restbackend.StateCreated: "Čeká na zaplacení", restbackend.StatePaymentMethodChosen: "Čeká na dokončení platby",
 			restbackend.StatePaid: "Zaplaceno", restbackend.StateAuthorized: "Částka je blokována (předautorizace)",
@@ -74,7 +74,7 @@ var pageTexts = map[string]texts{
 		WaitingOnline: "The payment waits for the chosen method to finish.", WaitingOffline: "The payment waits for the incoming transfer.",
 		Merchant: "Merchant", Amount: "Amount to pay", Outcome: "Outcome of the test payment",
 		NotFound: "Payment not found", NotFoundNote: "The payment link is not valid or the payment does not exist. Please return to the shop and try again.",
-		Close: "Close", Failed: "The payment could not be made.",
+		Failed: "The payment could not be made.",
 		States: map[string]string{
 			restbackend.StateCreated: "Waiting for payment", restbackend.StatePaymentMethodChosen: "Waiting for the payment to complete",
 			restbackend.StatePaid: "Paid", restbackend.StateAuthorized: "Amount on hold (preauthorized)",
