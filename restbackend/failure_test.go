@@ -116,6 +116,19 @@ func TestConflictIsAPIErrorWithItems(t *testing.T) {
 	assert.Equal(t, 1, g.callCount())
 }
 
+// One published example carries date_issued as epoch milliseconds: still a
+// refusal with its error list, not a malformed reply.
+func TestConflictWithEpochDateIssued(t *testing.T) {
+	g := newFakeGateway(t)
+	g.setAPI(replyWith(http.StatusConflict, `{"date_issued":1767345072345,"errors":[`+
+		`{"scope":"G","error_code":303,"error_name":"PAYMENT_WRONG_STATE","message":"Wrong state"}]}`))
+	_, err := g.client().Refund(bg, testCreds, 42, 100)
+	ae := asAPIError(t, err)
+	assert.Equal(t, http.StatusConflict, ae.Status)
+	assert.Equal(t, "1767345072345", ae.Body.DateIssued)
+	assert.True(t, ae.Has(303))
+}
+
 // 4xx is final: a GET is not retried either.
 func TestNotFoundIsNotRetried(t *testing.T) {
 	g := newFakeGateway(t)

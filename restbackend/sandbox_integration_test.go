@@ -118,7 +118,7 @@ func TestSandboxWalk(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, hist, 1)
 		assert.Equal(t, int64(400), hist[0].Amount)
-		assert.Equal(t, restbackend.ResultFinished, hist[0].State)
+		assert.Equal(t, "SUCCESS", hist[0].State, "the official libraries' refund state enum")
 		assert.NotZero(t, hist[0].ID)
 
 		_, err = e.c.Refund(e.ctx(), e.cr, p.ID, 600)

@@ -3,6 +3,8 @@
 // same interface and shares these types.
 package restbackend
 
+import "encoding/json"
+
 // Scopes of the OAuth2 token.
 const (
 	ScopePaymentCreate = "payment-create"
@@ -214,10 +216,12 @@ type Result struct {
 // (GET /payments/payment/{id}/refunds; not in the specification, the
 // official client libraries offer it).
 type Refund struct {
-	ID         int64  `json:"id"`
-	Amount     int64  `json:"amount"`
-	State      string `json:"state"`       // FINISHED, or e.g. FAILED
-	DateCreate string `json:"date_create"` // YYYY-MM-DD
+	ID             int64  `json:"id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency,omitempty"`
+	State          string `json:"state"` // SUCCESS, FAILED or REQUESTED
+	DateRequested  string `json:"date_requested,omitempty"`
+	DateLastChange string `json:"date_last_change,omitempty"`
 }
 
 // InstrumentList is the reply of the enabled payment instruments call.
@@ -267,6 +271,34 @@ type StatementRequest struct {
 type ErrorBody struct {
 	DateIssued string      `json:"date_issued,omitempty"`
 	Errors     []ErrorItem `json:"errors"`
+}
+
+// UnmarshalJSON accepts date_issued as a timestamp string (every recorded
+// reply) or as epoch milliseconds (one published example), which becomes its
+// decimal text: a refusal must not turn into a malformed reply over it.
+func (b *ErrorBody) UnmarshalJSON(data []byte) error {
+	type plain ErrorBody
+	var raw struct {
+		plain
+		DateIssued json.RawMessage `json:"date_issued"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*b = ErrorBody(raw.plain)
+	d := raw.DateIssued
+	switch {
+	case len(d) == 0 || string(d) == "null":
+	case d[0] == '"':
+		return json.Unmarshal(d, &b.DateIssued)
+	default:
+		var n json.Number
+		if err := json.Unmarshal(d, &n); err != nil {
+			return err
+		}
+		b.DateIssued = n.String()
+	}
+	return nil
 }
 
 // ErrorItem is one entry of an error list.

@@ -174,14 +174,14 @@ func TestWire(t *testing.T) {
 			}
 			return err
 		}, nil},
-		{"refund_history", `[{"id":300000000101,"amount":500,"state":"FINISHED","date_create":"2026-03-02"},` +
-			`{"id":300000000102,"amount":200,"state":"FAILED","date_create":"2026-03-03"}]`,
+		{"refund_history", `[{"id":300000000101,"amount":500,"currency":"CZK","state":"SUCCESS","date_requested":"2026-03-02 10:00:00","date_last_change":"2026-03-02 10:00:05"},` +
+			`{"id":300000000102,"amount":200,"currency":"CZK","state":"FAILED","date_requested":"2026-03-03 09:00:00","date_last_change":"2026-03-03 09:00:01"}]`,
 			func(c *restbackend.Client) error {
 				l, err := c.RefundHistory(ctx, testCreds, id)
 				if err == nil {
 					assert.Equal(t, []restbackend.Refund{
-						{ID: 300000000101, Amount: 500, State: "FINISHED", DateCreate: "2026-03-02"},
-						{ID: 300000000102, Amount: 200, State: "FAILED", DateCreate: "2026-03-03"},
+						{ID: 300000000101, Amount: 500, Currency: "CZK", State: "SUCCESS", DateRequested: "2026-03-02 10:00:00", DateLastChange: "2026-03-02 10:00:05"},
+						{ID: 300000000102, Amount: 200, Currency: "CZK", State: "FAILED", DateRequested: "2026-03-03 09:00:00", DateLastChange: "2026-03-03 09:00:01"},
 					}, l)
 				}
 				return err

@@ -8,6 +8,8 @@
 //	-public-url SOAPBRIDGE_SANDBOX_PUBLIC_URL  public root for gw_url; default from each request's Host
 //	-goid       SOAPBRIDGE_GOID                default 8123456789
 //	-client-id  SOAPBRIDGE_CLIENT_ID           default sandbox-client
+//	-merchant-name SOAPBRIDGE_MERCHANT_NAME    shown on the payment page; default "Sandbox e-shop"
+//	-state      SOAPBRIDGE_SANDBOX_STATE       JSON file to keep payments in across restarts; default none (memory)
 //	            SOAPBRIDGE_CLIENT_SECRET       default sandbox-secret (environment only)
 //	            SOAPBRIDGE_LOG_LEVEL           debug, info (default), warn, error
 package main
@@ -64,7 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	publicURL := fs.String("public-url", env("", "SOAPBRIDGE_SANDBOX_PUBLIC_URL"), "public root URL used in gw_url (default: from the request)")
 	goidStr := fs.String("goid", env(strconv.FormatInt(demoGoID, 10), "SOAPBRIDGE_GOID"), "merchant goid")
 	clientID := fs.String("client-id", env(demoClientID, "SOAPBRIDGE_CLIENT_ID"), "merchant OAuth2 client id")
+	name := fs.String("merchant-name", env("Sandbox e-shop", "SOAPBRIDGE_MERCHANT_NAME"), "merchant name shown on the payment page")
+	state := fs.String("state", env("", "SOAPBRIDGE_SANDBOX_STATE"), "JSON file the sandbox keeps its payments in across restarts (default: memory only)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h printed the usage: not a failure
+		}
 		return err
 	}
 	goid, err := strconv.ParseInt(*goidStr, 10, 64)
@@ -87,11 +94,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	defer func() { _ = log.Sync() }()
 
-	g := sandbox.New(sandbox.Options{
-		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: goid, ClientID: *clientID, ClientSecret: secret}}},
+	g, err := sandbox.Open(sandbox.Options{
+		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: goid, ClientID: *clientID, ClientSecret: secret}, Name: *name}},
 		BaseURL:   *publicURL,
 		Logger:    log,
+		StateFile: *state,
+		// A bridge's kept database must never see an id twice, even
+		// without a state file; and every statement format is offered.
+		SeedIDsFromClock: true,
+		StatementFormats: sandbox.AllStatementFormats,
 	})
+	if err != nil {
+		return err
+	}
 	defer g.Close()
 
 	ln, err := net.Listen("tcp", *listen)
@@ -108,6 +123,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	fmt.Fprintf(out, "sandbox gateway listening on %s\n  REST root:     %s/api\n  merchant goid: %d\n  client id:     %s\n  client secret: %s\n",
 		ln.Addr(), root, goid, *clientID, shown)
+	if *state != "" {
+		fmt.Fprintf(out, "  state file:    %s\n", *state)
+	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

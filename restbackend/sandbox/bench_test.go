@@ -56,8 +56,8 @@ func BenchmarkRunDue(b *testing.B) {
 	g := New(Options{Merchants: []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}, Clock: clock})
 	defer g.Close()
 	g.mu.Lock()
-	for i := range 10000 {
-		p := &payment{id: int64(firstPaymentID + i), goid: testGoID, state: restbackend.StatePaid, created: t0}
+	for range 10000 {
+		p := &payment{id: g.newID(), goid: testGoID, state: restbackend.StatePaid, created: t0}
 		g.payments[p.id] = p
 		g.order = append(g.order, p)
 	}

@@ -1,7 +1,12 @@
-// Package sandbox is an in-memory payment gateway that speaks the REST
-// interface of the real one (the server side of package restbackend), so the
-// bridge, its tests and a developer work offline. It keeps everything in
-// memory; a restart forgets all payments.
+// Package sandbox is a payment gateway that speaks the REST interface of the
+// real one (the server side of package restbackend), so the bridge, its
+// tests and a developer work offline. It is lenient where the real gateway
+// is (numbers and booleans sent as JSON strings, vat_rate and ean in both
+// forms) and strict where it is (unknown fields, enums, mandatory fields).
+// It keeps its state in memory, or in a JSON file (Options.StateFile) that
+// survives restarts. Scenario controls (magic amounts, order numbers and
+// card numbers; injected faults; POST counters) are described in
+// docs/sandbox-controls.md.
 //
 // # Endpoints
 //
@@ -10,14 +15,16 @@
 //	POST /api/oauth2/token                                      Basic client id:secret; grant_type, scope
 //	POST /api/payments/payment                                  create (scope payment-create or payment-all)
 //	GET  /api/payments/payment/{id}                             status
-//	POST /api/payments/payment/{id}/refund                      form amount
-//	GET  /api/payments/payment/{id}/refunds                     refund history
+//	POST /api/payments/payment/{id}/refund                      form amount, or JSON {amount, items, eet}
+//	GET  /api/payments/payment/{id}/refunds                     refund history {id, amount, currency, state SUCCESS|FAILED|REQUESTED, date_requested, date_last_change}
 //	POST /api/payments/payment/{id}/create-recurrence           ON_DEMAND follow-up: replied CREATED, charged right after
 //	POST /api/payments/payment/{id}/void-recurrence
 //	POST /api/payments/payment/{id}/capture                     no body: whole; JSON amount/items: partial
 //	POST /api/payments/payment/{id}/void-authorization
 //	GET  /api/eshops/eshop/{goid}/payment-instruments/{currency}
-//	POST /api/accounts/account-statement                        CSV_A, CSV_B
+//	GET  /api/eshops/eshop/{goid}/payment-instruments           every currency, keyed by currency
+//	GET|DELETE /api/payments/cards/{card_token}                 a stored card (payer.request_card_token or verify_pin)
+//	POST /api/accounts/account-statement                        Options.StatementFormats (CSV_A, CSV_B by default; all with AllStatementFormats)
 //
 // The customer's side:
 //
@@ -33,6 +40,8 @@
 //	GET  /sandbox/payments/{id}         the status reply of any payment
 //	POST /sandbox/clock/advance         {"seconds":N}: moves the clock and runs what became due
 //	GET  /sandbox/clock                 {"now":"…"}
+//	POST|GET|DELETE /sandbox/faults     arm, list, disarm injected faults (Gateway.InjectFault)
+//	GET  /sandbox/stats                 REST POSTs received and performed, by path (Gateway.Stats)
 //
 // Go tests use Gateway.Act (same as the helpers), a ManualClock (its Advance
 // runs what became due before returning) and Gateway.RunDue.
@@ -66,11 +75,13 @@
 // notification_url with id added (GET), repeated until the merchant answers
 // 200, at most 20 calls (about 24 h with the default backoff).
 //
-// Refusals answer the real service's error list with these codes: 100
-// internal error (500), 110 mandatory, 111 wrong format, 116 invalid request
-// (malformed JSON, unknown action, refund above the rest: all 409), 200
-// unauthorised (401 token missing/invalid/expired, 403 scope or foreign
-// goid/payment), 202 wrong credentials (401), 303 wrong state (409; a refused
-// refund is named PAYMENT_REFUND_NOT_SUPPORTED), 304 not found (404), 330
-// recurrence, 340 capture, 350 void of authorization (409).
+// Refusals answer the real service's error list with the published codes
+// (errors.go): 100 system error (500), 110 mandatory, 111 wrong format
+// (also unknown fields), 116 invalid request (409), 200 unauthorised (401
+// token missing/invalid/expired, 403 scope or foreign goid/payment), 202
+// wrong credentials (401), 301 payment cannot be created, 303 wrong state,
+// 304 not found (404), 330/331 refund not possible, 332 wrong refund amount,
+// 333 not enough funds, 340 recurring payment failed, 341 recurrence not
+// supported, 342 recurrence stopped, 350/351 capture failed/done, 352/353
+// void of authorization failed/done, 360 items do not add up (409).
 package sandbox

@@ -7,34 +7,55 @@ import (
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
-// Error codes the sandbox answers with (a subset of the real service's).
+// Error codes and names the sandbox answers with, from the gateway's
+// published list (../shared/reference/rest-facts.md). Where the facts give
+// a code but no name, the name is the sandbox's own wording of the code.
 const (
-	codeSystem            = 100
-	codeMandatory         = 110
-	codeWrongFormat       = 111
-	codeInvalidRequest    = 116
-	codeUnauthorized      = 200
-	codeWrongCredentials  = 202
-	codeWrongState        = 303
-	codeNotFound          = 304
-	codeRecurrenceFailed  = 330
-	codeCaptureFailed     = 340
-	codeVoidAuthFailed    = 350
-	nameRefundUnsupported = "PAYMENT_REFUND_NOT_SUPPORTED"
+	codeSystem               = 100
+	codeMandatory            = 110
+	codeWrongFormat          = 111
+	codeInvalidRequest       = 116
+	codeUnauthorized         = 200
+	codeWrongCredentials     = 202
+	codeCreateFailed         = 301
+	codeWrongState           = 303
+	codeNotFound             = 304
+	codeRefundNotSupported   = 330 // the payment cannot be refunded (state)
+	codeRefundFailed         = 331 // the refund was refused (nothing left, scenario)
+	codeRefundWrongAmount    = 332
+	codeRefundNoFunds        = 333
+	codeRecurrenceFailed     = 340
+	codeRecurrenceNotAllowed = 341
+	codeRecurrenceStopped    = 342
+	codeCaptureFailed        = 350
+	codeCaptureDone          = 351
+	codeVoidAuthFailed       = 352
+	codeVoidAuthDone         = 353
+	codeItemsMismatch        = 360
 )
 
 var codeNames = map[int]string{
-	codeSystem:           "SYSTEM_ERROR",
-	codeMandatory:        "MANDATORY",
-	codeWrongFormat:      "WRONG_FORMAT",
-	codeInvalidRequest:   "INVALID_REQUEST",
-	codeUnauthorized:     "UNAUTHORIZED_ACCESS",
-	codeWrongCredentials: "WRONG_ACCESS_CREDENTIALS",
-	codeWrongState:       "PAYMENT_WRONG_STATE",
-	codeNotFound:         "PAYMENT_NOT_FOUND",
-	codeRecurrenceFailed: "RECURRENCE_FAILED",
-	codeCaptureFailed:    "PAYMENT_CAPTURE_FAILED",
-	codeVoidAuthFailed:   "PAYMENT_AUTH_VOID_FAILED",
+	codeSystem:               "SYSTEM_ERROR",
+	codeMandatory:            "MANDATORY",
+	codeWrongFormat:          "WRONG_FORMAT",
+	codeInvalidRequest:       "INVALID_REQUEST",
+	codeUnauthorized:         "UNAUTHORIZED_ACCESS",
+	codeWrongCredentials:     "WRONG_ACCESS_CREDENTIALS",
+	codeCreateFailed:         "PAYMENT_CREATE_FAILED",
+	codeWrongState:           "PAYMENT_WRONG_STATE",
+	codeNotFound:             "PAYMENT_NOT_FOUND",
+	codeRefundNotSupported:   "PAYMENT_REFUND_NOT_SUPPORTED",
+	codeRefundFailed:         "PAYMENT_REFUND_NOT_SUPPORTED",
+	codeRefundWrongAmount:    "PAYMENT_REFUND_WRONG_AMOUNT",
+	codeRefundNoFunds:        "PAYMENT_REFUND_NOT_ENOUGH_FUNDS",
+	codeRecurrenceFailed:     "PAYMENT_RECURRENCE_FAILED",
+	codeRecurrenceNotAllowed: "PAYMENT_RECURRENCE_NOT_SUPPORTED",
+	codeRecurrenceStopped:    "PAYMENT_RECURRENCE_STOPPED",
+	codeCaptureFailed:        "PAYMENT_CAPTURE_FAILED",
+	codeCaptureDone:          "PAYMENT_CAPTURE_DONE",
+	codeVoidAuthFailed:       "PAYMENT_AUTH_VOID_FAILED",
+	codeVoidAuthDone:         "PAYMENT_AUTH_VOID_DONE",
+	codeItemsMismatch:        "PAYMENT_ITEMS_AMOUNT_MISMATCH",
 }
 
 // apiError is a refusal: an HTTP status and the error list of the body.
@@ -82,4 +103,9 @@ func errForbidden(msg string) *apiError {
 
 func errField(code int, field, msg string) *apiError {
 	return refuse(http.StatusConflict, fieldErr(code, field, msg))
+}
+
+// errConflict is a global 409 refusal with code.
+func errConflict(code int, format string, args ...any) *apiError {
+	return refuse(http.StatusConflict, globalErr(code, fmt.Sprintf(format, args...)))
 }

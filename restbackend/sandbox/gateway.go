@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -24,6 +25,8 @@ type Merchant struct {
 	restbackend.Account
 	// Scopes the client may request; payment-create and payment-all when empty.
 	Scopes []string
+	// Name is the merchant's name the payment page shows (optional).
+	Name string
 }
 
 // Options configure a Gateway.
@@ -42,13 +45,25 @@ type Options struct {
 	// NotifyBackoff is the wait after failed notification attempt n (1-based);
 	// 30 s doubling up to 2 h when nil.
 	NotifyBackoff func(attempt int) time.Duration
+	// StateFile, when set, is a JSON file the sandbox keeps its payments and
+	// stored cards in (see persist.go), so a restart loses nothing. Use Open
+	// to learn whether it could be read.
+	StateFile string
+	// SeedIDsFromClock makes the first payment id come from the clock
+	// (persist.go), so that a restarted sandbox never hands out an id an
+	// earlier run did. Off, ids start at 3000000001, as tests with fixed ids
+	// expect. Binaries that a bridge with a kept database talks to set it.
+	SeedIDsFromClock bool
+	// StatementFormats are the statement formats the merchant accounts
+	// offer; nil means CSV_A and CSV_B, what earlier sandboxes made.
+	// AllStatementFormats lists every format the facts name.
+	StatementFormats []string
 }
 
 const (
 	tokenLifetime   = 1800 * time.Second
 	unpaidTimeout   = 7 * 24 * time.Hour // CREATED / PAYMENT_METHOD_CHOSEN → TIMEOUTED
 	authorizationTT = 4 * 24 * time.Hour // AUTHORIZED → CANCELED
-	firstPaymentID  = 3000000001
 	maxBody         = 1 << 20
 )
 
@@ -75,6 +90,10 @@ type Gateway struct {
 	nextID    int64
 	cards     map[string]cardRecord // card token → card
 	closed    bool
+	dirty     bool // state changed since the state file was written
+	faults    []*Fault
+	posts     map[string]int // REST POSTs received, by path
+	acted     map[string]int // REST POSTs answered 2xx, by path
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -89,8 +108,20 @@ type accessToken struct {
 	expires time.Time
 }
 
-// New returns a running sandbox gateway; Close stops its background work.
+// New returns a running sandbox gateway; Close stops its background work. A
+// state file that cannot be read is logged and then left alone: the gateway
+// runs in memory and does not overwrite it. Open reports that error instead.
 func New(opts Options) *Gateway {
+	g, err := Open(opts)
+	if err != nil {
+		g.log.Error("sandbox: state file not used", zap.Error(err))
+	}
+	return g
+}
+
+// Open is New that reports a state file it cannot read; the gateway it
+// returns then runs in memory (and must still be closed).
+func Open(opts Options) (*Gateway, error) {
 	g := &Gateway{
 		opts:      opts,
 		clock:     opts.Clock,
@@ -102,8 +133,9 @@ func New(opts Options) *Gateway {
 		tokens:    map[string]*accessToken{},
 		payments:  map[int64]*payment{},
 		byGwToken: map[string]*payment{},
-		nextID:    firstPaymentID,
 		cards:     map[string]cardRecord{},
+		posts:     map[string]int{},
+		acted:     map[string]int{},
 	}
 	if g.clock == nil {
 		g.clock = &offsetClock{}
@@ -130,6 +162,19 @@ func New(opts Options) *Gateway {
 		g.merchants[m.ClientID] = &m
 		g.byGoID[m.GoID] = &m
 	}
+	g.nextID = firstTestID
+	if g.opts.SeedIDsFromClock {
+		g.nextID = clockSeed(g.clock.Now())
+	}
+	if g.opts.StatementFormats == nil {
+		g.opts.StatementFormats = []string{"CSV_A", "CSV_B"}
+	}
+	var loadErr error
+	if g.opts.StateFile != "" {
+		if loadErr = g.load(); loadErr != nil {
+			g.opts.StateFile = ""
+		}
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if mc, ok := g.clock.(*ManualClock); ok {
 		g.unsub = mc.subscribe(g.RunDue)
@@ -154,7 +199,7 @@ func New(opts Options) *Gateway {
 		}()
 	}
 	g.e = g.routes()
-	return g
+	return g, loadErr
 }
 
 // Close stops the scheduler and pending notification retries.
@@ -185,8 +230,35 @@ func (g *Gateway) kickScheduler() {
 	}
 }
 
-// ServeHTTP serves the REST interface, the payment page and the test helpers.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.e.ServeHTTP(w, r) }
+// ServeHTTP serves the REST interface, the payment page and the test
+// helpers, counts REST POSTs and applies armed faults.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") {
+		g.mu.Lock()
+		g.posts[r.URL.Path]++
+		g.mu.Unlock()
+	}
+	if !strings.HasPrefix(r.URL.Path, "/sandbox/") {
+		if f := g.takeFault(r.Method, r.URL.Path); f != nil {
+			g.log.Info("sandbox: injected fault", zap.String("kind", string(f.Kind)), zap.String("method", r.Method), zap.String("path", r.URL.Path))
+			g.serveFault(w, r, f)
+			return
+		}
+	}
+	g.serve(w, r)
+}
+
+// serve handles one call, then counts a performed POST and saves the state.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
+	sw := &statusWriter{ResponseWriter: w}
+	g.e.ServeHTTP(sw, r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") && sw.status >= 200 && sw.status < 300 {
+		g.acted[r.URL.Path]++
+	}
+	g.persistLocked()
+}
 
 func (g *Gateway) routes() *echo.Echo {
 	e := echo.New()
@@ -207,6 +279,9 @@ func (g *Gateway) routes() *echo.Echo {
 	api.POST("/payments/payment/:id/capture", g.handleCapture, g.auth(all...))
 	api.POST("/payments/payment/:id/void-authorization", g.handleVoidAuthorization, g.auth(all...))
 	api.GET("/eshops/eshop/:goid/payment-instruments/:currency", g.handleInstruments, g.auth(all...))
+	api.GET("/eshops/eshop/:goid/payment-instruments", g.handleInstrumentsAll, g.auth(all...))
+	api.GET("/payments/cards/:card", g.handleCardGet, g.auth(all...))
+	api.DELETE("/payments/cards/:card", g.handleCardDelete, g.auth(all...))
 	api.POST("/accounts/account-statement", g.handleStatement, g.auth(all...))
 
 	e.GET("/gw/v3/:token", g.handlePage)
@@ -218,6 +293,10 @@ func (g *Gateway) routes() *echo.Echo {
 	e.POST("/sandbox/payments/:id/:action", g.handleHelperAct)
 	e.POST("/sandbox/clock/advance", g.handleClockAdvance)
 	e.GET("/sandbox/clock", g.handleClockGet)
+	e.POST("/sandbox/faults", g.handleFaultAdd)
+	e.GET("/sandbox/faults", g.handleFaultList)
+	e.DELETE("/sandbox/faults", g.handleFaultClear)
+	e.GET("/sandbox/stats", g.handleStats)
 	return e
 }
 
@@ -240,10 +319,18 @@ func (g *Gateway) errorHandler(err error, c echo.Context) {
 		g.log.Error("sandbox: internal error", zap.Error(err))
 		ae = refuse(http.StatusInternalServerError, globalErr(codeSystem, "internal error"))
 	}
-	_ = c.JSON(ae.status, restbackend.ErrorBody{
+	g.writeError(c.Response(), ae)
+}
+
+// writeError writes the error-list body of ae.
+func (g *Gateway) writeError(w http.ResponseWriter, ae *apiError) {
+	b, _ := json.Marshal(restbackend.ErrorBody{
 		DateIssued: g.clock.Now().In(prague).Format("2006-01-02T15:04:05.000-0700"),
 		Errors:     ae.items,
 	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // --- authentication ---

@@ -46,8 +46,9 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 			{Account: restbackend.Account{GoID: otherGoID, ClientID: "other-client", ClientSecret: "other-secret"}},
 			{Account: restbackend.Account{GoID: 8000000001, ClientID: "create-only", ClientSecret: "create-secret"}, Scopes: []string{restbackend.ScopePaymentCreate}},
 		},
-		Clock:         clock,
-		NotifyBackoff: func(int) time.Duration { return 5 * time.Millisecond },
+		Clock:            clock,
+		NotifyBackoff:    func(int) time.Duration { return 5 * time.Millisecond },
+		StatementFormats: AllStatementFormats,
 	}
 	for _, m := range mod {
 		m(&opts)

@@ -44,7 +44,7 @@ func (g *Gateway) handleHelperGet(c echo.Context) error {
 	if p == nil {
 		return errNotFound(id)
 	}
-	return c.JSON(http.StatusOK, p.view())
+	return c.JSON(http.StatusOK, p.reply())
 }
 
 type clockReply struct {

@@ -152,6 +152,16 @@ func (g *Gateway) act(p *payment, a Action) error {
 			return errField(codeWrongFormat, "card", "this payment accepts only the card of payer.allowed_card_token")
 		}
 		p.card = testCard(pan)
+		if outcome == OutcomeSuccess {
+			switch sub := forcedDecline(p, pan); sub {
+			case "":
+			case subCard3DSFailed:
+				outcome = Outcome3DSFailed
+			default:
+				g.fail(p, sub)
+				return nil
+			}
+		}
 		switch outcome {
 		case OutcomeDeclined:
 			g.fail(p, subCardDeclined)
@@ -161,7 +171,7 @@ func (g *Gateway) act(p *payment, a Action) error {
 			g.fail(p, subCard3DSFailed)
 			return nil
 		}
-		if p.req.Payer != nil && p.req.Payer.VerifyPin != "" {
+		if p.requestToken || (p.req.Payer != nil && p.req.Payer.VerifyPin != "") {
 			p.card.CardToken = g.storeCard(p.goid, pan, *p.card)
 		}
 		if p.preauth != nil {
@@ -174,7 +184,7 @@ func (g *Gateway) act(p *payment, a Action) error {
 		g.settle(p, now)
 	case restbackend.InstrumentBankAccount:
 		p.bank = testAccount(p.swift, p.req.Currency)
-		if outcome == OutcomeDeclined {
+		if outcome == OutcomeDeclined || p.req.Amount == magicBankRefused {
 			g.fail(p, subBankRefused)
 			return nil
 		}
@@ -258,6 +268,7 @@ func (g *Gateway) setState(p *payment, state, sub string) {
 		return
 	}
 	p.state, p.subState = state, sub
+	g.dirty = true
 	g.log.Debug("sandbox: payment state", zap.Int64("payment", p.id), zap.Int64("parent", p.parentID),
 		zap.String("state", state), zap.String("sub_state", sub))
 	g.notifyLocked(p)
@@ -275,7 +286,7 @@ func (g *Gateway) child(parent *payment, at time.Time, amount int64, orderNumber
 	req.Recurrence = nil
 	req.Preauthorization = false
 	ch := &payment{
-		id:         g.nextID,
+		id:         g.newID(),
 		parentID:   parent.id,
 		goid:       parent.goid,
 		req:        req,
@@ -284,8 +295,8 @@ func (g *Gateway) child(parent *payment, at time.Time, amount int64, orderNumber
 		created:    at,
 		instrument: restbackend.InstrumentPaymentCard,
 	}
-	g.nextID++
 	g.payments[ch.id] = ch
+	g.dirty = true
 	g.order = append(g.order, ch)
 	return ch
 }
@@ -299,6 +310,10 @@ func (g *Gateway) payByStoredCard(ch *payment, at time.Time) {
 		c.CardToken = ""
 		ch.card = &c
 	}
+	if ch.chargeSub != "" { // a scenario: the stored card is declined
+		g.setState(ch, restbackend.StateCanceled, ch.chargeSub)
+		return
+	}
 	g.settle(ch, at)
 }
 
@@ -309,7 +324,9 @@ func (g *Gateway) RunDue() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
+	defer g.persistLocked()
 	for _, p := range g.order {
+		g.completeAccepted(p, now)
 		if p.state == restbackend.StateCreated && !p.chargeAt.IsZero() {
 			if !now.Before(p.chargeAt) {
 				g.payByStoredCard(p, now)
@@ -355,6 +372,25 @@ func (g *Gateway) RunDue() {
 			p.recurCount++
 			ch := g.child(p, due, p.req.Amount, p.req.OrderNumber, p.req.OrderDescription, p.req.Items, p.req.AdditionalParams)
 			g.payByStoredCard(ch, due)
+		}
+	}
+}
+
+// acceptedDelay is how long an ACCEPTED capture or refund stays pending
+// (sandbox time): long enough to see it pending, short enough not to wait.
+const acceptedDelay = 5 * time.Second
+
+// completeAccepted finishes the operations p's replies called ACCEPTED once
+// acceptedDelay has passed: a capture settles, requested refunds succeed.
+// Caller holds g.mu.
+func (g *Gateway) completeAccepted(p *payment, now time.Time) {
+	if !p.captureAt.IsZero() && p.state == restbackend.StateAuthorized && !now.Before(p.captureAt.Add(acceptedDelay)) {
+		g.capture(p, p.captureAmt, now)
+	}
+	for i := range p.refunds {
+		if r := &p.refunds[i]; r.state == refundRequested && !now.Before(r.at.Add(acceptedDelay)) {
+			r.state, r.changed = refundSuccess, now
+			g.refunded(p, r.amount, now)
 		}
 	}
 }

@@ -100,10 +100,10 @@ func TestLifeCycle(t *testing.T) {
 			e.mustHelper(id, "pay", nil)
 			e.mustPost(id, "refund", amount(400))
 			st, _, b := e.post(id, "refund", amount(601))
-			e.refusal(st, b, http.StatusConflict, codeInvalidRequest, "amount")
+			e.refusal(st, b, http.StatusConflict, codeRefundWrongAmount, "amount")
 			e.mustPost(id, "refund", amount(600))
 			st, _, b = e.post(id, "refund", amount(1))
-			e.refusal(st, b, http.StatusConflict, codeWrongState, "")
+			e.refusal(st, b, http.StatusConflict, codeRefundFailed, "")
 		}, want{restbackend.StateRefunded, "", "PAYMENT_CARD", 1000, ""}},
 		{"preauthorized", preauth, func(e *env, id int64) { e.mustHelper(id, "pay", nil) },
 			want{restbackend.StateAuthorized, "", "PAYMENT_CARD", 1000, "AUTHORIZED"}},
@@ -137,6 +137,21 @@ func TestLifeCycle(t *testing.T) {
 			e.clock.Advance(authorizationTT)
 			st, _, b := e.post(id, "capture", nil)
 			e.refusal(st, b, http.StatusConflict, codeCaptureFailed, "")
+			st, _, b = e.post(id, "void-authorization", nil)
+			e.refusal(st, b, http.StatusConflict, codeVoidAuthFailed, "")
+		}, want{restbackend.StateCanceled, "", "PAYMENT_CARD", 1000, "CANCELED"}},
+		{"capture twice: 351, void after void: 353", preauth, func(e *env, id int64) {
+			e.mustHelper(id, "pay", nil)
+			e.mustPost(id, "capture", restbackend.CaptureRequest{Amount: 500})
+			st, _, b := e.post(id, "capture", nil)
+			e.refusal(st, b, http.StatusConflict, codeCaptureDone, "")
+			assert.Contains(e.t, string(b), "PAYMENT_CAPTURE_DONE")
+		}, want{restbackend.StatePaid, "", "PAYMENT_CARD", 500, "CAPTURED"}},
+		{"void twice: 353", preauth, func(e *env, id int64) {
+			e.mustHelper(id, "pay", nil)
+			e.mustPost(id, "void-authorization", nil)
+			st, _, b := e.post(id, "void-authorization", nil)
+			e.refusal(st, b, http.StatusConflict, codeVoidAuthDone, "")
 		}, want{restbackend.StateCanceled, "", "PAYMENT_CARD", 1000, "CANCELED"}},
 		{"preauthorization declined", preauth, func(e *env, id int64) { e.mustHelper(id, "pay", Action{Outcome: OutcomeDeclined}) },
 			want{restbackend.StateCanceled, "_5006", "PAYMENT_CARD", 1000, "CANCELED"}},
@@ -144,13 +159,13 @@ func TestLifeCycle(t *testing.T) {
 			want{restbackend.StateCanceled, "", "", 1000, "CANCELED"}},
 		{"refund of unpaid refused", nil, func(e *env, id int64) {
 			st, _, b := e.post(id, "refund", amount(100))
-			e.refusal(st, b, http.StatusConflict, codeWrongState, "")
-			assert.Contains(e.t, string(b), nameRefundUnsupported)
+			e.refusal(st, b, http.StatusConflict, codeRefundNotSupported, "")
+			assert.Contains(e.t, string(b), "PAYMENT_REFUND_NOT_SUPPORTED")
 		}, want{restbackend.StateCreated, "", "", 1000, ""}},
 		{"refund of authorized refused", preauth, func(e *env, id int64) {
 			e.mustHelper(id, "pay", nil)
 			st, _, b := e.post(id, "refund", amount(100))
-			e.refusal(st, b, http.StatusConflict, codeWrongState, "")
+			e.refusal(st, b, http.StatusConflict, codeRefundNotSupported, "")
 		}, want{restbackend.StateAuthorized, "", "PAYMENT_CARD", 1000, "AUTHORIZED"}},
 		{"capture of a plain payment refused", nil, func(e *env, id int64) {
 			e.mustHelper(id, "pay", nil)
@@ -269,18 +284,38 @@ func TestRefundHistory(t *testing.T) {
 	e.mustPost(p.ID, "refund", amount(250))
 	st, b := e.call(http.MethodGet, "/api/payments/payment/"+itoa(p.ID)+"/refunds", nil)
 	require.Equal(t, http.StatusOK, st)
-	var rs []refundView
+	// The shape the official libraries decode, with their strict state enum.
+	var rs []map[string]any
 	require.NoError(t, json.Unmarshal(b, &rs))
 	require.Len(t, rs, 1)
-	assert.EqualValues(t, 250, rs[0].Amount)
-	assert.Equal(t, "2026-03-02", rs[0].DateCreate)
+	assert.Equal(t, map[string]any{"id": float64(p.ID*100 + 1), "amount": float64(250), "currency": "CZK", "state": "SUCCESS",
+		"date_requested": "2026-03-02T10:00:00.000+0100", "date_last_change": "2026-03-02T10:00:00.000+0100"}, rs[0])
 }
 
 func TestPaymentIDsAreTenDigits(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.create(nil), e.create(nil)
-	assert.EqualValues(t, 3000000001, a.ID)
-	assert.EqualValues(t, 3000000002, b.ID)
+	assert.EqualValues(t, 3000000001, a.ID, "a ManualClock sandbox has fixed ids")
+	assert.Equal(t, a.ID+1, b.ID)
 	assert.Len(t, itoa(a.ID), 10)
 	assert.NotEqual(t, a.GwURL, b.GwURL)
+}
+
+// With SeedIDsFromClock the first id comes from the clock: tenths of a second, so a
+// restart starts above every id of a run that made fewer than ten payments
+// a second, and ids stay ten digits for twenty years.
+func TestRealTimeIDsSeededFromTheClock(t *testing.T) {
+	before := clockSeed(time.Now())
+	g := New(Options{Merchants: []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}, SeedIDsFromClock: true})
+	defer g.Close()
+	after := clockSeed(time.Now())
+	g.mu.Lock()
+	first := g.newID()
+	g.mu.Unlock()
+	assert.GreaterOrEqual(t, first, before)
+	assert.LessOrEqual(t, first, after)
+
+	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	assert.Equal(t, clockSeed(start)+10, clockSeed(start.Add(time.Second)), "ten ids a second of room")
+	assert.Len(t, itoa(clockSeed(time.Date(2047, 1, 1, 0, 0, 0, 0, time.UTC))), 10)
 }

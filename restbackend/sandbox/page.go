@@ -3,12 +3,16 @@ package sandbox
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/number"
 
 	"github.com/legacybridge/soapbridge/restbackend"
 )
@@ -22,7 +26,11 @@ var pageTmpl = template.Must(template.ParseFS(assets, "assets/page.html"))
 type texts struct {
 	Title, Note, Order, Card, CardNumber, Success, Declined, ThreeDS, Pay, Banks string
 	Transfer, TransferNote, TransferButton, Others, Cancel, State, Back          string
-	WaitingOnline, WaitingOffline                                                string
+	WaitingOnline, WaitingOffline, Merchant, Amount, Outcome, NotFound           string
+	NotFoundNote, Failed                                                         string
+	States                                                                       map[string]string
+	SubStates                                                                    map[string]string
+	Errors                                                                       map[int]string
 }
 
 var pageTexts = map[string]texts{
@@ -35,6 +43,25 @@ var pageTexts = map[string]texts{
 		TransferButton: "Zaplatím převodem", Others: "Další způsoby platby",
 		Cancel: "Zrušit platbu a vrátit se do obchodu", State: "Stav platby", Back: "Zpět do obchodu",
 		WaitingOnline: "Platba čeká na dokončení zvolenou metodou.", WaitingOffline: "Platba čeká na příchozí převod.",
+		Merchant: "Obchodník", Amount: "Částka k úhradě", Outcome: "Výsledek testovací platby",
+		NotFound: "Platba nenalezena", NotFoundNote: "Odkaz na platbu je neplatný nebo platba neexistuje. Vraťte se prosím do obchodu a zkuste to znovu.",
+		Failed: "Platbu se nepodařilo provést.",
+		States: map[string]string{
+			restbackend.StateCreated: "Čeká na zaplacení", restbackend.StatePaymentMethodChosen: "Čeká na dokončení platby",
+			restbackend.StatePaid: "Zaplaceno", restbackend.StateAuthorized: "Částka je blokována (předautorizace)",
+			restbackend.StateCanceled: "Platba byla zrušena", restbackend.StateTimeouted: "Čas na zaplacení vypršel",
+			restbackend.StateRefunded: "Platba byla vrácena", restbackend.StatePartiallyRefunded: "Platba byla částečně vrácena",
+		},
+		SubStates: map[string]string{
+			subCardDeclined: "Banka platbu kartou zamítla.", subCard3DSFailed: "Ověření 3-D Secure se nezdařilo.",
+			subBankRefused: "Banka platbu neautorizovala.", "_5004": "Platnost karty vypršela.", "_5005": "Chybný bezpečnostní kód karty (CVC).",
+		},
+		Errors: map[int]string{
+			codeWrongState:     "Platba už nečeká na zaplacení.",
+			codeWrongFormat:    "Tento způsob platby není u této platby k dispozici.",
+			codeInvalidRequest: "Neznámá akce.",
+			codeNotFound:       "Platba nenalezena.",
+		},
 	},
 	"en": {
 		Title: "Payment gateway", Note: "Sandbox test environment: no money is moved.",
@@ -45,7 +72,38 @@ var pageTexts = map[string]texts{
 		TransferButton: "I will pay by transfer", Others: "Other payment methods",
 		Cancel: "Cancel the payment and return to the shop", State: "Payment state", Back: "Back to the shop",
 		WaitingOnline: "The payment waits for the chosen method to finish.", WaitingOffline: "The payment waits for the incoming transfer.",
+		Merchant: "Merchant", Amount: "Amount to pay", Outcome: "Outcome of the test payment",
+		NotFound: "Payment not found", NotFoundNote: "The payment link is not valid or the payment does not exist. Please return to the shop and try again.",
+		Failed: "The payment could not be made.",
+		States: map[string]string{
+			restbackend.StateCreated: "Waiting for payment", restbackend.StatePaymentMethodChosen: "Waiting for the payment to complete",
+			restbackend.StatePaid: "Paid", restbackend.StateAuthorized: "Amount on hold (preauthorized)",
+			restbackend.StateCanceled: "The payment was canceled", restbackend.StateTimeouted: "The time to pay has run out",
+			restbackend.StateRefunded: "The payment was refunded", restbackend.StatePartiallyRefunded: "The payment was partly refunded",
+		},
+		SubStates: map[string]string{
+			subCardDeclined: "The bank declined the card payment.", subCard3DSFailed: "3-D Secure authentication failed.",
+			subBankRefused: "The bank did not authorise the payment.", "_5004": "The card has expired.", "_5005": "Wrong card security code (CVC).",
+		},
+		Errors: map[int]string{
+			codeWrongState:     "The payment is no longer waiting to be paid.",
+			codeWrongFormat:    "This payment method is not available for this payment.",
+			codeInvalidRequest: "Unknown action.",
+			codeNotFound:       "Payment not found.",
+		},
 	},
+}
+
+// errorText is err in the page's language: the customer never sees the
+// API's English wording or codes.
+func (t texts) errorText(err error) string {
+	var ae *apiError
+	if errors.As(err, &ae) && len(ae.items) > 0 {
+		if s, ok := t.Errors[ae.items[0].ErrorCode]; ok {
+			return s
+		}
+	}
+	return t.Failed
 }
 
 type bankButton struct{ Swift, Name string }
@@ -55,7 +113,8 @@ type pageData struct {
 	HTMLLang                         string
 	T                                texts
 	ID                               int64
-	State                            string
+	State, StateLabel, SubStateText  string
+	Merchant                         string
 	OrderNumber, Description, Amount string
 	Error, Chosen                    string
 	Waiting, Card, Transfer          bool
@@ -64,6 +123,15 @@ type pageData struct {
 	Others                           []otherButton
 	Action                           string
 	ReturnURL                        string
+	NotFound                         bool
+}
+
+// pageLang is the page language of a payment: Czech for CS and SK, English otherwise.
+func pageLang(paymentLang string) string {
+	if paymentLang == "CS" || paymentLang == "SK" {
+		return "cs"
+	}
+	return "en"
 }
 
 // handlePage serves gw_url: GET or POST (the merchant's form posts to it)
@@ -75,7 +143,11 @@ func (g *Gateway) handlePage(c echo.Context) error {
 	p := g.byGwToken[tok]
 	g.mu.Unlock()
 	if p == nil {
-		return c.HTML(http.StatusNotFound, "<!DOCTYPE html><title>Not found</title><p>Unknown payment / Neznámá platba.</p>")
+		lang := "en"
+		if al := strings.ToLower(c.Request().Header.Get("Accept-Language")); strings.HasPrefix(al, "cs") || strings.HasPrefix(al, "sk") {
+			lang = "cs"
+		}
+		return g.renderPage(c, http.StatusNotFound, pageData{HTMLLang: lang, T: pageTexts[lang], NotFound: true})
 	}
 	status, errText := http.StatusOK, ""
 	if c.Request().Method == http.MethodPost {
@@ -88,13 +160,20 @@ func (g *Gateway) handlePage(c echo.Context) error {
 				g.mu.Unlock()
 				return c.Redirect(http.StatusSeeOther, ret)
 			}
-			status, errText = http.StatusConflict, err.Error()
+			g.mu.Lock()
+			errText = pageTexts[pageLang(p.req.Lang)].errorText(err)
+			g.mu.Unlock()
+			status = http.StatusConflict
 		}
 	}
 	g.mu.Lock()
 	d := g.pageData(p, tok)
 	g.mu.Unlock()
 	d.Error = errText
+	return g.renderPage(c, status, d)
+}
+
+func (g *Gateway) renderPage(c echo.Context, status int, d pageData) error {
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, d); err != nil {
 		return err
@@ -105,17 +184,18 @@ func (g *Gateway) handlePage(c echo.Context) error {
 
 // pageData describes p for the page; the caller holds g.mu.
 func (g *Gateway) pageData(p *payment, tok string) pageData {
-	lang := "en"
-	if p.req.Lang == "CS" || p.req.Lang == "SK" {
-		lang = "cs"
-	}
+	lang := pageLang(p.req.Lang)
+	t := pageTexts[lang]
 	d := pageData{
-		HTMLLang: lang, T: pageTexts[lang], ID: p.id, State: p.state,
+		HTMLLang: lang, T: t, ID: p.id, State: p.state, StateLabel: t.States[p.state], SubStateText: t.SubStates[p.subState],
 		OrderNumber: p.req.OrderNumber, Description: p.req.OrderDescription,
 		Amount:    formatAmount(p.amount, p.req.Currency, lang),
 		Waiting:   p.state == restbackend.StateCreated || p.state == restbackend.StatePaymentMethodChosen,
 		Action:    "/gw/v3/" + tok,
 		ReturnURL: withID(p.req.Callback.ReturnURL, p.id),
+	}
+	if m := g.byGoID[p.goid]; m != nil {
+		d.Merchant = m.Name
 	}
 	switch p.subState {
 	case subOnlineWaiting:
@@ -153,13 +233,27 @@ func (g *Gateway) pageData(p *payment, tok string) pageData {
 	return d
 }
 
-// formatAmount shows minor units as the customer reads them.
+// currencySymbols are how a Czech reader writes the accepted currencies.
+var currencySymbols = map[string]string{"CZK": "Kč", "EUR": "€", "PLN": "zł", "HUF": "Ft", "GBP": "£", "USD": "US$", "RON": "lei", "BGN": "лв"}
+
+var amountPrinters = map[string]*message.Printer{
+	"cs": message.NewPrinter(language.Czech),
+	"en": message.NewPrinter(language.English),
+}
+
+// formatAmount shows minor units as the customer reads them: Czech groups
+// thousands with a no-break space and puts the symbol after
+// ("1 234 567,89 Kč"); English puts the code first ("CZK 1,234,567.89").
 func formatAmount(minor int64, currency, lang string) string {
-	s := fmt.Sprintf("%d.%02d", minor/100, minor%100)
+	num := amountPrinters[lang].Sprint(number.Decimal(float64(minor)/100, number.Scale(2)))
 	if lang == "cs" {
-		s = strings.Replace(s, ".", ",", 1)
+		sym := currencySymbols[currency]
+		if sym == "" {
+			sym = currency
+		}
+		return num + "\u00a0" + sym
 	}
-	return s + "\u00a0" + currency
+	return currency + "\u00a0" + num
 }
 
 func (g *Gateway) handleEmbedJS(c echo.Context) error {

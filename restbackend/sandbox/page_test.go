@@ -44,7 +44,7 @@ func TestPageOffersAllowedMethods(t *testing.T) {
 		resp, body := e.page(http.MethodGet, p.GwURL, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.Equal(t, "text/html; charset=UTF-8", resp.Header.Get("Content-Type"))
-		for _, s := range []string{`lang="cs"`, "Platba kartou", `id="card-form"`, `id="bank-KOMBCZPP"`, `id="transfer"`, `id="pay-PAYPAL"`, `id="cancel"`, "10,00\u00a0CZK"} {
+		for _, s := range []string{`lang="cs"`, "Platba kartou", `id="card-form"`, `id="bank-KOMBCZPP"`, `id="transfer"`, `id="pay-PAYPAL"`, `id="cancel"`, "10,00\u00a0Kč"} {
 			assert.Contains(t, body, s)
 		}
 		assert.NotContains(t, body, "TATRSKBX", "SK banks are for EUR")
@@ -53,7 +53,7 @@ func TestPageOffersAllowedMethods(t *testing.T) {
 		e := e.with(t)
 		p := e.create(func(r *restbackend.PaymentRequest) { r.Lang = "en"; r.Currency = "EUR"; r.Amount = 1234 })
 		_, body := e.page(http.MethodGet, p.GwURL, nil)
-		for _, s := range []string{`lang="en"`, "Pay by card", `id="bank-TATRSKBX"`, "12.34\u00a0EUR"} {
+		for _, s := range []string{`lang="en"`, "Pay by card", `id="bank-TATRSKBX"`, "EUR\u00a012.34"} {
 			assert.Contains(t, body, s)
 		}
 		assert.NotContains(t, body, "KOMBCZPP")
@@ -143,7 +143,10 @@ func TestPageActions(t *testing.T) {
 		assert.Equal(t, http.StatusConflict, resp.StatusCode)
 		assert.Contains(t, body, `id="error"`)
 		assert.Contains(t, body, `id="final-state"`)
-		assert.Contains(t, body, "PAID")
+		assert.Contains(t, body, "Platba už nečeká na zaplacení.", "the error in the page's language")
+		assert.Contains(t, body, `<span id="state-label">Zaplaceno</span>`, "a human state label")
+		assert.NotContains(t, body, "PAYMENT_WRONG_STATE")
+		assert.NotContains(t, body, ">PAID<")
 		assert.Contains(t, body, `href="https://shop.example/return?x=1&amp;id=`+itoa(p.ID))
 	})
 	t.Run("offline waiting page", func(t *testing.T) {
@@ -152,6 +155,56 @@ func TestPageActions(t *testing.T) {
 		e.mustHelper(p.ID, "wait", nil)
 		_, body := e.page(http.MethodGet, p.GwURL, nil)
 		assert.Contains(t, body, "Platba čeká na příchozí převod.")
+	})
+}
+
+// Every state has its label in both languages; declines say why; the
+// merchant's name shows; the unknown-token page is a full page with lang.
+func TestPageLabelsAndLanguages(t *testing.T) {
+	for _, lang := range []string{"cs", "en"} {
+		for _, st := range []string{restbackend.StateCreated, restbackend.StatePaymentMethodChosen, restbackend.StatePaid, restbackend.StateAuthorized,
+			restbackend.StateCanceled, restbackend.StateTimeouted, restbackend.StateRefunded, restbackend.StatePartiallyRefunded} {
+			assert.NotEmpty(t, pageTexts[lang].States[st], "%s %s", lang, st)
+		}
+	}
+	e := newEnv(t, func(o *Options) { o.Merchants[0].Name = "Obchod U Kocoura" })
+	t.Run("timeouted, English", func(t *testing.T) {
+		e := e.with(t)
+		p := e.create(func(r *restbackend.PaymentRequest) { r.Lang = "EN" })
+		e.clock.Advance(unpaidTimeout)
+		_, body := e.page(http.MethodGet, p.GwURL, nil)
+		assert.Contains(t, body, "The time to pay has run out")
+		assert.NotContains(t, body, "TIMEOUTED<")
+		assert.Contains(t, body, `Merchant: <span id="merchant">Obchod U Kocoura</span>`)
+	})
+	t.Run("declined, Czech, with the reason", func(t *testing.T) {
+		e := e.with(t)
+		p := e.create(nil)
+		e.mustHelper(p.ID, "pay", Action{Outcome: OutcomeDeclined})
+		_, body := e.page(http.MethodGet, p.GwURL, nil)
+		assert.Contains(t, body, "Platba byla zrušena")
+		assert.Contains(t, body, "Banka platbu kartou zamítla.")
+		assert.Contains(t, body, "Obchodník: ")
+	})
+	t.Run("large amount grouped", func(t *testing.T) {
+		e := e.with(t)
+		p := e.create(func(r *restbackend.PaymentRequest) { r.Amount = 123456789 })
+		_, body := e.page(http.MethodGet, p.GwURL, nil)
+		assert.Contains(t, body, "1\u00a0234\u00a0567,89\u00a0Kč")
+	})
+	t.Run("unknown token: a whole page in the reader's language", func(t *testing.T) {
+		for lang, want := range map[string]string{"cs-CZ,cs;q=0.9": "Platba nenalezena", "en-US": "Payment not found"} {
+			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/gw/v3/nope", nil)
+			req.Header.Set("Accept-Language", lang)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+			assert.Contains(t, string(b), `<html lang="`+lang[:2]+`">`)
+			assert.Contains(t, string(b), "<h1>"+want+"</h1>")
+			assert.Contains(t, string(b), "<main")
+		}
 	})
 }
 

@@ -39,13 +39,22 @@ type payment struct {
 	recurStart   time.Time // first charge of an automatic recurrence
 	recurCount   int       // automatic charges made
 	chargeAt     time.Time // ON_DEMAND follow-up: when RunDue charges the stored card
+	chargeSub    string    // ON_DEMAND follow-up: decline sub-state a scenario forces ("" pays)
+	captureAt    time.Time // an ACCEPTED capture: when RunDue settles it
+	captureAmt   int64
+	requestToken bool // payer.request_card_token: store the card once paid
+	voided       bool // the authorization was voided by void-authorization
 	refunds      []refund
 	moves        []movement
 }
 
+// refund is one refund request; state SUCCESS, FAILED or REQUESTED (an
+// ACCEPTED refund that RunDue completes).
 type refund struct {
-	amount int64
-	at     time.Time
+	amount  int64
+	state   string
+	at      time.Time
+	changed time.Time
 }
 
 // movement is one line of the merchant account: a payment received or a refund.
@@ -102,25 +111,39 @@ func (p *payment) view() *restbackend.Payment {
 
 // readJSON decodes the body into dst; syntax and type errors are refusals.
 func readJSON(c echo.Context, dst any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	body, err := readBody(c)
 	if err != nil {
-		var limit *echo.HTTPError
-		if errors.As(err, &limit) {
-			return err // a chunked body over the limit: 413, as a declared one gets
-		}
-		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "cannot read the request body"))
-	}
-	if len(body) > maxBody {
-		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body too large"))
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body is empty; JSON expected"))
+		return err
 	}
 	return decodeJSON(body, dst)
 }
 
+// readBody reads a non-empty body of at most maxBody bytes.
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	if err != nil {
+		var limit *echo.HTTPError
+		if errors.As(err, &limit) {
+			return nil, err // a chunked body over the limit: 413, as a declared one gets
+		}
+		return nil, refuse(http.StatusConflict, globalErr(codeInvalidRequest, "cannot read the request body"))
+	}
+	if len(body) > maxBody {
+		return nil, refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body too large"))
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body is empty; JSON expected"))
+	}
+	return body, nil
+}
+
 func decodeJSON(body []byte, dst any) error {
-	err := json.Unmarshal(body, dst)
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields() // the gateway refuses fields it does not know
+	err := dec.Decode(dst)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON value")
+	}
 	var te *json.UnmarshalTypeError
 	switch {
 	case err == nil:
@@ -130,7 +153,10 @@ func decodeJSON(body []byte, dst any) error {
 		if field == "" {
 			return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "JSON object expected"))
 		}
-		return errField(codeWrongFormat, field, fmt.Sprintf("%s must be a %s, not a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value))
+		return errField(codeWrongFormat, field, fmt.Sprintf("%s must be %s, not a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errField(codeWrongFormat, name, "unknown field "+strconv.Quote(name))
 	default:
 		return refuse(http.StatusConflict, globalErr(codeInvalidRequest, "request body is not valid JSON: "+err.Error()))
 	}
@@ -139,19 +165,22 @@ func decodeJSON(body []byte, dst any) error {
 func jsonKind(goKind string) string {
 	switch {
 	case strings.HasPrefix(goKind, "int"):
-		return "integer"
+		return "an integer"
 	case goKind == "bool":
-		return "boolean"
+		return "a boolean"
 	case goKind == "slice":
-		return "list"
+		return "a list"
 	case goKind == "struct", goKind == "ptr":
-		return "object"
+		return "an object"
 	}
-	return goKind
+	return "a " + goKind
 }
 
 // validator collects field errors.
-type validator struct{ items []restbackend.ErrorItem }
+type validator struct {
+	items  []restbackend.ErrorItem
+	refund bool // item amounts may be negative (itemsAddUp)
+}
 
 func (v *validator) add(code int, field, format string, args ...any) {
 	v.items = append(v.items, fieldErr(code, field, fmt.Sprintf(format, args...)))
@@ -217,6 +246,22 @@ func (v *validator) itemList(items []restbackend.Item) {
 	}
 }
 
+// itemsAddUp refuses items whose amounts do not add up to amount (360).
+// Refund items may be written negative (the documented EET refund): their
+// sum then matches -amount.
+func (v *validator) itemsAddUp(items []restbackend.Item, amount int64) {
+	if len(items) == 0 || amount <= 0 {
+		return
+	}
+	var sum int64
+	for _, it := range items {
+		sum += it.Amount
+	}
+	if sum != amount && !(v.refund && sum == -amount) {
+		v.add(codeItemsMismatch, "items", "the items add up to %d, the amount is %d", sum, amount)
+	}
+}
+
 func absURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
@@ -243,6 +288,7 @@ func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now 
 	}
 	v.additionalParams(r.AdditionalParams)
 	v.itemList(r.Items)
+	v.itemsAddUp(r.Items, r.Amount)
 	if r.Callback == nil || r.Callback.ReturnURL == "" {
 		v.add(codeMandatory, "callback.return_url", "callback.return_url is required")
 	} else if !absURL(r.Callback.ReturnURL) {
@@ -316,8 +362,13 @@ func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now 
 }
 
 func (g *Gateway) handleCreate(c echo.Context) error {
-	var req restbackend.PaymentRequest
-	if err := readJSON(c, &req); err != nil {
+	var in createIn
+	if err := readJSON(c, &in); err != nil {
+		return err
+	}
+	conv := &validator{}
+	req := in.rest(conv)
+	if err := conv.err(); err != nil {
 		return err
 	}
 	goid := goidOf(c)
@@ -328,20 +379,24 @@ func (g *Gateway) handleCreate(c echo.Context) error {
 		g.mu.Unlock()
 		return err
 	}
+	if err := createScenario(req.Amount); err != nil {
+		g.mu.Unlock()
+		return err
+	}
 	if req.Lang == "" {
 		req.Lang = "CS"
 	}
 	req.Lang = strings.ToUpper(req.Lang)
 	p := &payment{
-		id:      g.nextID,
-		goid:    goid,
-		gwToken: randomToken(18),
-		req:     req,
-		state:   restbackend.StateCreated,
-		amount:  req.Amount,
-		created: now,
+		id:           g.newID(),
+		goid:         goid,
+		gwToken:      randomToken(18),
+		req:          req,
+		state:        restbackend.StateCreated,
+		amount:       req.Amount,
+		created:      now,
+		requestToken: in.Payer != nil && bool(in.Payer.RequestCardToken),
 	}
-	g.nextID++
 	p.gwURL = base + "/gw/v3/" + p.gwToken
 	if req.Preauthorization {
 		p.preauth = &restbackend.Preauthorization{Requested: true, State: "REQUESTED"}
@@ -355,7 +410,8 @@ func (g *Gateway) handleCreate(c echo.Context) error {
 	g.payments[p.id] = p
 	g.byGwToken[p.gwToken] = p
 	g.order = append(g.order, p)
-	v := p.view()
+	g.dirty = true
+	v := p.reply()
 	g.mu.Unlock()
 	return c.JSON(http.StatusOK, v)
 }
@@ -401,13 +457,36 @@ func finished(c echo.Context, p *payment) error {
 
 func (g *Gateway) handleStatus(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
-		return c.JSON(http.StatusOK, p.view())
+		return c.JSON(http.StatusOK, p.reply())
 	})
 }
 
+// handleRefund: the ordinary form body (amount), or a JSON body
+// {amount, items, eet} when the refund carries EET data.
 func (g *Gateway) handleRefund(c echo.Context) error {
 	var raw string
-	read := func() error { raw = c.FormValue("amount"); return nil }
+	read := func() error {
+		ct := c.Request().Header.Get(echo.HeaderContentType)
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), echo.MIMEApplicationJSON) {
+			raw = c.FormValue("amount")
+			return nil
+		}
+		var in amountItemsIn
+		if err := readJSON(c, &in); err != nil {
+			return err
+		}
+		v := &validator{refund: true}
+		its := items(v, in.Items)
+		v.itemList(its)
+		v.itemsAddUp(its, int64(in.Amount))
+		if err := v.err(); err != nil {
+			return err
+		}
+		if in.Amount != 0 {
+			raw = strconv.FormatInt(int64(in.Amount), 10)
+		}
+		return nil
+	}
 	return g.withPayment(c, read, func(p *payment) error {
 		if raw == "" {
 			return errField(codeMandatory, "amount", "amount is required")
@@ -416,63 +495,120 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 		if perr != nil || amount <= 0 {
 			return errField(codeWrongFormat, "amount", "amount must be a positive integer in minor units")
 		}
+		if p.state == restbackend.StateRefunded {
+			return errConflict(codeRefundFailed, "payment %d is refunded in full; nothing is left to refund", p.id)
+		}
 		if p.state != restbackend.StatePaid && p.state != restbackend.StatePartiallyRefunded {
-			return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeWrongState, ErrorName: nameRefundUnsupported,
+			return refuse(http.StatusConflict, restbackend.ErrorItem{Scope: "G", ErrorCode: codeRefundNotSupported, ErrorName: codeNames[codeRefundNotSupported],
 				Message: "payment in state " + p.state + " cannot be refunded", Description: "only PAID and PARTIALLY_REFUNDED payments can be refunded"})
 		}
-		if left := p.amount - p.refunded; amount > left {
-			return errField(codeInvalidRequest, "amount", fmt.Sprintf("amount %d exceeds what is left to refund (%d)", amount, left))
+		if left := p.amount - p.committedRefunds(); amount > left {
+			return refuse(http.StatusConflict, fieldErr(codeRefundWrongAmount, "amount", fmt.Sprintf("amount %d exceeds what is left to refund (%d)", amount, left)))
+		}
+		result := scenarioResult(amount, magicRefundAccepted, magicRefundFailed)
+		if amount == magicRefundNoFunds {
+			return errConflict(codeRefundNoFunds, "not enough funds on the merchant account to refund %d", amount)
 		}
 		now := g.clock.Now()
-		p.refunded += amount
-		p.refunds = append(p.refunds, refund{amount: amount, at: now})
-		p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
-		switch {
-		case p.refunded == p.amount:
-			g.setState(p, restbackend.StateRefunded, "")
-		case p.state == restbackend.StatePartiallyRefunded:
-			g.notifyLocked(p) // a further partial refund: same state, still news
+		g.dirty = true
+		switch result {
+		case restbackend.ResultFailed:
+			p.refunds = append(p.refunds, refund{amount: amount, state: refundFailed, at: now, changed: now})
+		case restbackend.ResultAccepted:
+			p.refunds = append(p.refunds, refund{amount: amount, state: refundRequested, at: now, changed: now})
 		default:
-			g.setState(p, restbackend.StatePartiallyRefunded, "")
+			p.refunds = append(p.refunds, refund{amount: amount, state: refundSuccess, at: now, changed: now})
+			g.refunded(p, amount, now)
 		}
-		return finished(c, p)
+		return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: result})
 	})
 }
 
-// refundView is one entry of GET /payments/payment/{id}/refunds.
-type refundView struct {
-	ID         int64  `json:"id"`
-	Amount     int64  `json:"amount"`
-	State      string `json:"state"`
-	DateCreate string `json:"date_create"`
+// Refund history states.
+const (
+	refundSuccess   = "SUCCESS"
+	refundFailed    = "FAILED"
+	refundRequested = "REQUESTED"
+)
+
+// committedRefunds is what refunds have taken or are taking: all but FAILED.
+func (p *payment) committedRefunds() int64 {
+	var sum int64
+	for _, r := range p.refunds {
+		if r.state != refundFailed {
+			sum += r.amount
+		}
+	}
+	return sum
 }
+
+// refunded moves the money of a completed refund. Caller holds g.mu.
+func (g *Gateway) refunded(p *payment, amount int64, now time.Time) {
+	p.refunded += amount
+	p.moves = append(p.moves, movement{at: now, kind: "REFUND", amount: -amount})
+	switch {
+	case p.refunded == p.amount:
+		g.setState(p, restbackend.StateRefunded, "")
+	case p.state == restbackend.StatePartiallyRefunded:
+		g.notifyLocked(p) // a further partial refund: same state, still news
+	default:
+		g.setState(p, restbackend.StatePartiallyRefunded, "")
+	}
+}
+
+// refundView is one entry of GET /payments/payment/{id}/refunds, in the
+// shape the official libraries decode.
+type refundView struct {
+	ID             int64  `json:"id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	State          string `json:"state"`
+	DateRequested  string `json:"date_requested"`
+	DateLastChange string `json:"date_last_change"`
+}
+
+const historyTime = "2006-01-02T15:04:05.000-0700"
 
 func (g *Gateway) handleRefunds(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
 		out := []refundView{}
 		for i, r := range p.refunds {
-			out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, State: "FINISHED", DateCreate: r.at.In(prague).Format("2006-01-02")})
+			out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, Currency: p.req.Currency, State: r.state,
+				DateRequested: r.at.In(prague).Format(historyTime), DateLastChange: r.changed.In(prague).Format(historyTime)})
 		}
 		return c.JSON(http.StatusOK, out)
 	})
 }
 
 func (g *Gateway) handleCapture(c echo.Context) error {
-	var cr restbackend.CaptureRequest
+	var in amountItemsIn
+	var its []restbackend.Item
 	read := func() error {
 		body, _ := io.ReadAll(io.LimitReader(c.Request().Body, maxBody))
-		if strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-			return decodeJSON(body, &cr)
+		if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+			return nil
 		}
-		return nil
+		if err := decodeJSON(body, &in); err != nil {
+			return err
+		}
+		v := &validator{}
+		its = items(v, in.Items)
+		v.itemList(its)
+		if in.Amount != 0 {
+			v.itemsAddUp(its, int64(in.Amount))
+		}
+		return v.err()
 	}
 	return g.withPayment(c, read, func(p *payment) error {
-		if p.state != restbackend.StateAuthorized {
-			return refuse(http.StatusConflict, globalErr(codeCaptureFailed, "payment in state "+p.state+" has no authorization to capture"))
+		if p.preauth != nil && p.preauth.State == "CAPTURED" {
+			return errConflict(codeCaptureDone, "payment %d is already captured", p.id)
 		}
-		amount := cr.Amount
+		if p.state != restbackend.StateAuthorized || !p.captureAt.IsZero() {
+			return errConflict(codeCaptureFailed, "payment in state %s has no authorization to capture", p.state)
+		}
+		amount := int64(in.Amount)
 		if amount == 0 {
-			for _, it := range cr.Items {
+			for _, it := range its {
 				amount += it.Amount
 			}
 		}
@@ -480,22 +616,40 @@ func (g *Gateway) handleCapture(c echo.Context) error {
 			amount = p.authorized
 		}
 		if amount < 0 || amount > p.authorized {
-			return errField(codeCaptureFailed, "amount", fmt.Sprintf("capture amount %d must be between 1 and the authorized %d", amount, p.authorized))
+			return refuse(http.StatusConflict, fieldErr(codeCaptureFailed, "amount", fmt.Sprintf("capture amount %d must be between 1 and the authorized %d", amount, p.authorized)))
 		}
 		now := g.clock.Now()
-		p.amount = amount // the rest of the hold is released
-		p.preauth.State = "CAPTURED"
-		g.settle(p, now)
-		return finished(c, p)
+		result := scenarioResult(amount, magicCaptureAccepted, magicCaptureFailed)
+		switch result {
+		case restbackend.ResultFailed: // the acquirer refused: the hold stays
+		case restbackend.ResultAccepted: // settled acceptedDelay later
+			p.captureAt, p.captureAmt = now, amount
+			g.dirty = true
+		default:
+			g.capture(p, amount, now)
+		}
+		return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: result})
 	})
+}
+
+// capture takes amount of the hold; the rest is released. Caller holds g.mu.
+func (g *Gateway) capture(p *payment, amount int64, now time.Time) {
+	p.captureAt, p.captureAmt = time.Time{}, 0
+	p.amount = amount
+	p.preauth.State = "CAPTURED"
+	g.settle(p, now)
 }
 
 func (g *Gateway) handleVoidAuthorization(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
-		if p.state != restbackend.StateAuthorized {
-			return refuse(http.StatusConflict, globalErr(codeVoidAuthFailed, "payment in state "+p.state+" has no authorization to void"))
+		if p.voided {
+			return errConflict(codeVoidAuthDone, "the authorization of payment %d is already voided", p.id)
+		}
+		if p.state != restbackend.StateAuthorized || !p.captureAt.IsZero() {
+			return errConflict(codeVoidAuthFailed, "payment in state %s has no authorization to void", p.state)
 		}
 		p.preauth.State = "CANCELED"
+		p.voided = true
 		g.stopRecurrence(p)
 		g.setState(p, restbackend.StateCanceled, "")
 		return finished(c, p)
@@ -505,30 +659,44 @@ func (g *Gateway) handleVoidAuthorization(c echo.Context) error {
 func (g *Gateway) handleVoidRecurrence(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
 		if p.recurrence == nil {
-			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not a recurring payment"))
+			return errConflict(codeRecurrenceNotAllowed, "payment %d is not a recurring payment", p.id)
 		}
 		if p.recurrence.RecurrenceState == "STOPPED" {
-			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "the recurrence is already stopped"))
+			return errConflict(codeRecurrenceStopped, "the recurrence of payment %d is already stopped", p.id)
 		}
 		p.recurrence.RecurrenceState = "STOPPED"
+		g.dirty = true
 		return finished(c, p)
 	})
 }
 
 func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
+	var in recurrenceReqIn
 	var req restbackend.RecurrenceRequest
-	read := func() error { return readJSON(c, &req) }
+	read := func() error {
+		if err := readJSON(c, &in); err != nil {
+			return err
+		}
+		v := &validator{}
+		req = restbackend.RecurrenceRequest{Amount: int64(in.Amount), Currency: in.Currency, OrderNumber: in.OrderNumber,
+			OrderDescription: in.OrderDescription, Items: items(v, in.Items), AdditionalParams: in.AdditionalParams, EET: in.EET.rest()}
+		return v.err()
+	}
 	var reply []byte
 	err := g.withPayment(c, read, func(p *payment) error {
 		now := g.clock.Now()
 		if p.recurrence == nil || p.recurrence.RecurrenceCycle != restbackend.CycleOnDemand {
-			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "payment is not an ON_DEMAND recurring payment"))
+			return errConflict(codeRecurrenceNotAllowed, "payment %d is not an ON_DEMAND recurring payment", p.id)
 		}
 		if p.recurrence.RecurrenceState == "STARTED" && !recurrenceEnd(p).IsZero() && !now.Before(recurrenceEnd(p)) {
 			p.recurrence.RecurrenceState = "STOPPED"
 		}
-		if p.recurrence.RecurrenceState != "STARTED" {
-			return refuse(http.StatusConflict, globalErr(codeRecurrenceFailed, "recurrence is "+p.recurrence.RecurrenceState+"; follow-ups need a paid initiating payment with a running recurrence"))
+		switch p.recurrence.RecurrenceState {
+		case "STARTED":
+		case "STOPPED":
+			return errConflict(codeRecurrenceStopped, "the recurrence of payment %d is stopped", p.id)
+		default:
+			return errConflict(codeRecurrenceFailed, "recurrence is %s; follow-ups need a paid initiating payment", p.recurrence.RecurrenceState)
 		}
 		v := &validator{}
 		v.amountField("amount", req.Amount)
@@ -539,14 +707,21 @@ func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
 		v.orderFields(req.OrderNumber, req.OrderDescription)
 		v.additionalParams(req.AdditionalParams)
 		v.itemList(req.Items)
+		v.itemsAddUp(req.Items, req.Amount)
 		if err := v.err(); err != nil {
 			return err
+		}
+		if req.Amount == magicRecurrenceRefused {
+			return errConflict(codeRecurrenceFailed, "the recurring charge of %d was refused", req.Amount)
 		}
 		// Like the real gateway, the reply shows the follow-up CREATED; the
 		// card is charged right after and the outcome notified.
 		ch := g.child(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
 		ch.chargeAt = now
-		body, merr := json.Marshal(ch.view())
+		if req.Amount == magicRecurrenceDeclined {
+			ch.chargeSub = subCardDeclined
+		}
+		body, merr := json.Marshal(ch.reply())
 		if merr != nil {
 			return merr
 		}

@@ -18,18 +18,20 @@ func recurring(cycle string, period int64, dateTo string) func(*restbackend.Paym
 	}
 }
 
-// children returns the payments whose parent is id, by walking the ids
-// created after it.
+// children returns the payments whose parent is id, in creation order.
 func (e *env) children(parent int64) []*restbackend.Payment {
 	e.t.Helper()
-	var out []*restbackend.Payment
+	var ids []int64
 	e.g.mu.Lock()
-	last := e.g.nextID
-	e.g.mu.Unlock()
-	for id := parent + 1; id < last; id++ {
-		if p := e.status(id); p.ParentID == parent {
-			out = append(out, p)
+	for _, p := range e.g.order {
+		if p.parentID == parent {
+			ids = append(ids, p.id)
 		}
+	}
+	e.g.mu.Unlock()
+	var out []*restbackend.Payment
+	for _, id := range ids {
+		out = append(out, e.status(id))
 	}
 	return out
 }
@@ -93,11 +95,12 @@ func TestVoidRecurrenceStopsCharges(t *testing.T) {
 	e.clock.Advance(5 * 24 * time.Hour)
 	assert.Len(t, e.children(p.ID), 2, "no charge after void-recurrence")
 	st, _, b := e.post(p.ID, "void-recurrence", nil)
-	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+	e.refusal(st, b, http.StatusConflict, codeRecurrenceStopped, "")
+	assert.Contains(t, string(b), "PAYMENT_RECURRENCE_STOPPED")
 
 	plain := e.create(nil)
 	st, _, b = e.post(plain.ID, "void-recurrence", nil)
-	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+	e.refusal(st, b, http.StatusConflict, codeRecurrenceNotAllowed, "")
 }
 
 func TestRecurrenceOfFailedPaymentNeverCharges(t *testing.T) {
@@ -168,7 +171,7 @@ func TestOnDemandRecurrence(t *testing.T) {
 	// After recurrence_date_to the recurrence is over.
 	e.clock.Advance(22 * 24 * time.Hour) // 2026-05-11
 	st, b = e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence", follow)
-	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+	e.refusal(st, b, http.StatusConflict, codeRecurrenceStopped, "")
 	assert.Equal(t, "STOPPED", e.status(p.ID).Recurrence.RecurrenceState)
 
 	// Not a recurring payment, or an automatic one.
@@ -176,7 +179,7 @@ func TestOnDemandRecurrence(t *testing.T) {
 		q := e.create(mod)
 		e.mustHelper(q.ID, "pay", nil)
 		st, b = e.call(http.MethodPost, "/api/payments/payment/"+itoa(q.ID)+"/create-recurrence", follow)
-		e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+		e.refusal(st, b, http.StatusConflict, codeRecurrenceNotAllowed, "")
 	}
 }
 
@@ -187,7 +190,7 @@ func TestOnDemandAfterVoid(t *testing.T) {
 	e.mustPost(p.ID, "void-recurrence", nil)
 	st, b := e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence",
 		restbackend.RecurrenceRequest{Amount: 1, Currency: "CZK", OrderNumber: "x"})
-	e.refusal(st, b, http.StatusConflict, codeRecurrenceFailed, "")
+	e.refusal(st, b, http.StatusConflict, codeRecurrenceStopped, "")
 }
 
 // A follow-up whose charge is pending is charged by RunDue too, and the

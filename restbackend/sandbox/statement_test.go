@@ -104,8 +104,7 @@ func TestStatementRefusals(t *testing.T) {
 		code  int
 		field string
 	}{
-		{"XLS not supported", func(r *restbackend.StatementRequest) { r.Format = "XLS_A" }, codeWrongFormat, "format"},
-		{"ABO not supported", func(r *restbackend.StatementRequest) { r.Format = "ABO_A" }, codeWrongFormat, "format"},
+		{"lower-case format", func(r *restbackend.StatementRequest) { r.Format = "csv_a" }, codeWrongFormat, "format"},
 		{"unknown format", func(r *restbackend.StatementRequest) { r.Format = "JSON" }, codeWrongFormat, "format"},
 		{"format missing", func(r *restbackend.StatementRequest) { r.Format = "" }, codeMandatory, "format"},
 		{"date_from missing", func(r *restbackend.StatementRequest) { r.DateFrom = "" }, codeMandatory, "date_from"},
@@ -122,7 +121,7 @@ func TestStatementRefusals(t *testing.T) {
 			st, b := e.statement(r)
 			e.refusal(st, b, http.StatusConflict, tc.code, tc.field)
 			if tc.field == "format" && tc.code == codeWrongFormat {
-				assert.Contains(t, string(b), "supported: CSV_A, CSV_B")
+				assert.Contains(t, string(b), "ABO_A, ABO_B, CSV_A, CSV_B, CSV_C, CSV_D, CSV_E, PDF_A, XLS_A, XLS_B, XLS_C")
 			}
 		})
 	}
@@ -133,6 +132,19 @@ func TestStatementRefusals(t *testing.T) {
 		st, b := e.statement(r)
 		e.refusal(st, b, http.StatusForbidden, codeUnauthorized, "")
 	})
+}
+
+// Without Options.StatementFormats an account offers what earlier sandboxes
+// made, CSV_A and CSV_B; the others are refused by name.
+func TestStatementFormatsDefault(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.StatementFormats = nil })
+	r := restbackend.StatementRequest{DateFrom: "2026-03-01", DateTo: "2026-03-31", GoID: testGoID, Currency: "CZK", Format: "CSV_B"}
+	st, _ := e.statement(r)
+	assert.Equal(t, http.StatusOK, st)
+	r.Format = "XLS_A"
+	st, b := e.statement(r)
+	e.refusal(st, b, http.StatusConflict, codeWrongFormat, "format")
+	assert.Contains(t, string(b), "format XLS_A is not enabled for this account (supported: CSV_A, CSV_B)")
 }
 
 func TestPaymentInstruments(t *testing.T) {

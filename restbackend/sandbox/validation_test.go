@@ -80,7 +80,7 @@ func TestCreateValidation(t *testing.T) {
 		})
 	}
 	// Nothing was created by the refusals.
-	assert.EqualValues(t, firstPaymentID, e.create(nil).ID)
+	assert.EqualValues(t, firstTestID, e.create(nil).ID)
 }
 
 func TestCreateValidationReportsEveryField(t *testing.T) {

@@ -32,7 +32,7 @@ main(async () => {
     const gateway = {
       title: mode === 'inline' ? null : await page.title(),
       heading: await root.locator('h1').innerText(),
-      card: await root.locator('#card-form legend').innerText(),
+      card: await root.locator('#card-form > fieldset > legend').innerText(),
     };
     await shot(page, dir, `${mode}-2-gateway`);
     const landed = page.waitForURL((u) => u.href.startsWith(returnPrefix));
