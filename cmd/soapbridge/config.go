@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"gopkg.in/yaml.v3"
 
 	"github.com/legacybridge/soapbridge/wsdl"
 )
@@ -141,7 +138,12 @@ func intOpt[T int | int64](name, help string, p func(*Config) *T) setting {
 func durOpt(name, help string, p func(*Config) *time.Duration) setting {
 	return setting{flag: name, help: help,
 		set: func(c *Config, v string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(v))
+			v = strings.TrimSpace(v)
+			d, err := time.ParseDuration(v)
+			if _, nerr := strconv.ParseFloat(v, 64); err != nil && nerr == nil {
+				// A bare number has no unit: seconds? milliseconds? Say so.
+				return fmt.Errorf("`%s` is not a duration, write `%ss` (or another unit: 500ms, 2m, 1h)", v, v)
+			}
 			if err != nil {
 				return fmt.Errorf("not a duration (e.g. 30s, 2m): %q", v)
 			}
@@ -158,7 +160,9 @@ func durOpt(name, help string, p func(*Config) *time.Duration) setting {
 var settings = []setting{
 	strOpt("config", "YAML (or JSON) file with settings and merchants", func(c *Config) *string { return &c.ConfigFile }),
 	strOpt("listen", "address the bridge listens on", func(c *Config) *string { return &c.Listen }),
-	strOpt("public-url", "the bridge's public base URL (WSDL address, gateway callbacks); derived from the request when empty", func(c *Config) *string { return &c.PublicURL }),
+	strOpt("public-url", "the bridge's public base URL: the WSDL's soap:address and the return and notification URLs given to the gateway; "+
+		"required with a real gateway. When empty (embedded sandbox only), the WSDL address follows each request's Host and the gateway "+
+		"is given http://<listen address>", func(c *Config) *string { return &c.PublicURL }),
 	strOpt("soap-path", "path of the SOAP endpoint (WSDL at ?wsdl)", func(c *Config) *string { return &c.SOAPPath }),
 	strOpt("service-namespace", "WSDL target namespace and reply body namespace", func(c *Config) *string { return &c.ServiceNamespace }),
 	intOpt("max-body-bytes", "largest request body accepted", func(c *Config) *int64 { return &c.MaxBodyBytes }),
@@ -211,7 +215,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (settings are flags: -listen=:8080)", fs.Arg(0))
@@ -245,19 +249,6 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		return cfg, err
 	}
 	return cfg, cfg.validate()
-}
-
-func readFile(cfg *Config, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true) // a misspelt key is an error, not a silent default
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	return nil
 }
 
 // mergeMerchantEnv applies the SOAPBRIDGE_ merchant variables: they
@@ -336,22 +327,22 @@ func (c *Config) validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen: %q is not host:port", c.Listen)
+		bad("listen: %q is not host:port %s", c.Listen, keys("listen"))
 	}
 	if c.PublicURL != "" {
 		if err := checkHTTPURL(c.PublicURL, false); err != nil {
-			bad("public URL: %v", err)
+			bad("public URL: %v %s", err, keys("public-url"))
 		}
 		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	}
 	if !strings.HasPrefix(c.SOAPPath, "/") || strings.ContainsAny(c.SOAPPath, "?# ") || c.SOAPPath == "/" || c.SOAPPath == "/healthz" {
-		bad("SOAP path: %q must be a path like /axis/EPaymentServiceV2", c.SOAPPath)
+		bad("SOAP path: %q must be a path like /axis/EPaymentServiceV2 %s", c.SOAPPath, keys("soap-path"))
 	}
 	if u, err := url.Parse(c.ServiceNamespace); err != nil || u.Scheme == "" {
-		bad("service namespace: %q is not an absolute URI", c.ServiceNamespace)
+		bad("service namespace: %q is not an absolute URI %s", c.ServiceNamespace, keys("service-namespace"))
 	}
 	if c.MaxBodyBytes <= 0 {
-		bad("max body bytes must be positive")
+		bad("max body bytes must be positive %s", keys("max-body-bytes"))
 	}
 	if c.MaxDepth < 0 || c.MaxRefs < 0 {
 		bad("max depth and max refs must not be negative (0 means the default)")
@@ -360,34 +351,34 @@ func (c *Config) validate() error {
 		bad("timeouts must not be negative (0 means none)")
 	}
 	if c.ShutdownTimeout <= 0 {
-		bad("shutdown timeout must be positive")
+		bad("shutdown timeout must be positive %s", keys("shutdown-timeout"))
 	}
 	if c.GatewayURL != "" {
 		if err := checkHTTPURL(c.GatewayURL, false); err != nil {
-			bad("gateway URL: %v", err)
+			bad("gateway URL: %v %s", err, keys("gateway-url"))
 		}
 		if c.PublicURL == "" {
-			bad("public URL is required with a real gateway: the gateway sends customers and notifications back to the bridge under it")
+			bad("public URL is required with a real gateway: the gateway sends customers and notifications back to the bridge under it %s", keys("public-url"))
 		}
 	} else {
 		if _, _, err := net.SplitHostPort(c.SandboxListen); err != nil {
-			bad("sandbox listen: %q is not host:port", c.SandboxListen)
+			bad("sandbox listen: %q is not host:port %s", c.SandboxListen, keys("sandbox-listen"))
 		}
 		if c.SandboxPublicURL != "" {
 			if err := checkHTTPURL(c.SandboxPublicURL, false); err != nil {
-				bad("sandbox public URL: %v", err)
+				bad("sandbox public URL: %v %s", err, keys("sandbox-public-url"))
 			}
 			c.SandboxPublicURL = strings.TrimRight(c.SandboxPublicURL, "/")
 		}
 	}
 	if strings.TrimSpace(c.Database) == "" {
-		bad("database must name an SQLite file or a postgres:// DSN")
+		bad("database must name an SQLite file or a postgres:// DSN %s", keys("database"))
 	}
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
-		bad("log level: %q is not debug, info, warn or error", c.LogLevel)
+		bad("log level: %q is not debug, info, warn or error %s", c.LogLevel, keys("log-level"))
 	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
-		bad("log format: %q is not json or console", c.LogFormat)
+		bad("log format: %q is not json or console %s", c.LogFormat, keys("log-format"))
 	}
 
 	if len(c.Merchants) == 0 {
@@ -435,9 +426,20 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {
-		bad("default goid %d is not a configured merchant", c.DefaultGoID)
+		bad("default goid %d is not a configured merchant %s", c.DefaultGoID, keys("default-goid"))
 	}
 	return errors.Join(errs...)
+}
+
+// keys names a setting in every notation a user may have set it in:
+// "(file key / variable / flag)".
+func keys(flag string) string {
+	for _, s := range settings {
+		if s.flag == flag {
+			return fmt.Sprintf("(%s / %s / -%s)", s.fileKey(), s.env(), s.flag)
+		}
+	}
+	panic("keys: no setting " + flag)
 }
 
 // checkHTTPURL accepts an absolute http(s) URL; a query only when

@@ -38,7 +38,10 @@ func main() {
 	// After the first signal, restore the default handling: a second one
 	// kills the process instead of waiting for the graceful shutdown.
 	context.AfterFunc(ctx, stop)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := checkEnvNames(os.Environ())
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soapbridge:", err)
