@@ -34,6 +34,7 @@ type Config struct {
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`
 	ShutdownTimeout  time.Duration `yaml:"shutdown_timeout"`
 	GatewayURL       string        `yaml:"gateway_url"`
+	Sandbox          *bool         `yaml:"sandbox"` // nil: not set, the sandbox only for the demo (sandbox.go)
 	SandboxListen    string        `yaml:"sandbox_listen"`
 	SandboxPublicURL string        `yaml:"sandbox_public_url"`
 	Database         string        `yaml:"database"`
@@ -47,6 +48,10 @@ type Config struct {
 	// Demo is set when the embedded sandbox's demo merchant was configured
 	// from the built-in defaults and the SOAPBRIDGE_ merchant variables.
 	Demo bool `yaml:"-"`
+	// merchantSources names where merchant settings were given (config
+	// file, SOAPBRIDGE_ variables): without a gateway URL they make the
+	// bridge refuse to start unless the sandbox was asked for.
+	merchantSources []string
 }
 
 // Merchant is one e-shop: its goid, its REST credentials and its legacy
@@ -104,10 +109,11 @@ func defaultConfig() Config {
 
 // setting is one server setting settable by file, environment and flag.
 type setting struct {
-	flag string // flag name; the variable is SOAPBRIDGE_ + upper-cased, '-' → '_'
-	help string
-	set  func(c *Config, v string) error
-	get  func(c *Config) string
+	flag   string // flag name; the variable is SOAPBRIDGE_ + upper-cased, '-' → '_'
+	help   string
+	isBool bool // -flag alone means true
+	set    func(c *Config, v string) error
+	get    func(c *Config) string
 }
 
 func (s setting) env() string {
@@ -172,7 +178,26 @@ var settings = []setting{
 	durOpt("write-timeout", "time to handle a request and write its reply", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	durOpt("idle-timeout", "keep-alive time of an idle connection", func(c *Config) *time.Duration { return &c.IdleTimeout }),
 	durOpt("shutdown-timeout", "time in-flight requests get to finish on SIGTERM/SIGINT", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-	strOpt("gateway-url", "REST gateway base URL (e.g. https://gw.sandbox.gopay.com/api); empty starts the embedded sandbox", func(c *Config) *string { return &c.GatewayURL }),
+	strOpt("gateway-url", "REST gateway base URL (e.g. https://gw.sandbox.gopay.com/api); required once a merchant is configured, "+
+		"unless -sandbox. Without it and without any merchant setting, the demo runs on the embedded sandbox", func(c *Config) *string { return &c.GatewayURL }),
+	{flag: "sandbox", isBool: true,
+		help: "run on the embedded sandbox gateway (fake payments, for tests and demos) with the configured merchants; " +
+			"without any merchant setting and gateway URL the demo runs on it anyway",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("`%s` is not true or false", v)
+			}
+			c.Sandbox = &b
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.Sandbox == nil {
+				return ""
+			}
+			return strconv.FormatBool(*c.Sandbox)
+		},
+	},
 	strOpt("sandbox-listen", "address of the embedded sandbox gateway", func(c *Config) *string { return &c.SandboxListen }),
 	strOpt("sandbox-public-url", "public base URL of the embedded sandbox (payment page links); derived from the request when empty", func(c *Config) *string { return &c.SandboxPublicURL }),
 	strOpt("database", "SQLite file path, or a postgres:// DSN", func(c *Config) *string { return &c.Database }),
@@ -205,7 +230,11 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		if d := s.get(&cfg); d != "" && d != "0" {
 			usage += fmt.Sprintf(" (default %q)", d)
 		}
-		fs.Func(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		if s.isBool {
+			fs.BoolFunc(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		} else {
+			fs.Func(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		}
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: soapbridge [flags]\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
@@ -258,6 +287,16 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	var m Merchant
 	set := false
+	if len(cfg.Merchants) > 0 {
+		cfg.merchantSources = append(cfg.merchantSources, "merchants of the config file")
+	}
+	defer func() {
+		for _, name := range merchantEnv() {
+			if getenv(name) != "" {
+				cfg.merchantSources = append(cfg.merchantSources, name)
+			}
+		}
+	}()
 	if v := getenv(envGoID); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n <= 0 {
@@ -353,6 +392,7 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown timeout must be positive %s", keys("shutdown-timeout"))
 	}
+	errs = append(errs, c.checkSandboxChoice()...)
 	if c.GatewayURL != "" {
 		if err := checkHTTPURL(c.GatewayURL, false); err != nil {
 			bad("gateway URL: %v %s", err, keys("gateway-url"))

@@ -49,7 +49,7 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 
 func TestConfigDemoMerchantFromEnv(t *testing.T) {
 	cfg, err := loadConfig(nil, envOf(map[string]string{
-		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
+		"SOAPBRIDGE_SANDBOX": "true", "SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
 		"SOAPBRIDGE_CURRENCY": "eur", "SOAPBRIDGE_LANG": "en",
 		"SOAPBRIDGE_NOTIFICATION_URL": "https://shop.example/notify.php?x=1",
 	}), &bytes.Buffer{})

@@ -88,6 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		closers = append(closers, func() { sb.stop(cfg.ShutdownTimeout) })
 		gatewayURL = sb.url + "/api"
+		for _, w := range cfg.sandboxWarnings() {
+			log.Warn("embedded sandbox gateway: " + w)
+		}
 		if cfg.Demo {
 			// Demo data only valid against the embedded sandbox; printed so
 			// that an e-shop can be pointed at the bridge at once.
