@@ -237,7 +237,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		}
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: soapbridge [flags]\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
+		fmt.Fprintf(out, "Usage: soapbridge [flags]              serve\n"+
+			"       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials\n"+
+			"       soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
 			"Precedence: defaults < config file < environment < flags. Merchants come from the config file or from\n"+
 			"%s, %s, %s, %s, %s, %s, %s.\n\nFlags:\n",
 			envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang)

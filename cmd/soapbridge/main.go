@@ -54,6 +54,9 @@ func main() {
 // the outbox worker, the embedded sandbox and the store stop. Logs go to
 // stdout. It returns nil after a clean shutdown and for -help.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if handled, err := subcommand(ctx, args, getenv, stdout); handled {
+		return err
+	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
