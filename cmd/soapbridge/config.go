@@ -29,6 +29,10 @@ type Config struct {
 	MaxBodyBytes     int64         `yaml:"max_body_bytes"`
 	MaxDepth         int           `yaml:"max_depth"`
 	MaxRefs          int           `yaml:"max_refs"`
+	MaxConns         int           `yaml:"max_connections"`
+	MaxConnsPerIP    int           `yaml:"max_connections_per_ip"`
+	RateLimit        float64       `yaml:"rate_limit"`
+	RateBurst        int           `yaml:"rate_burst"`
 	ReadTimeout      time.Duration `yaml:"read_timeout"`
 	WriteTimeout     time.Duration `yaml:"write_timeout"`
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`
@@ -93,7 +97,9 @@ func defaultConfig() Config {
 		Listen:           ":8080",
 		SOAPPath:         "/axis/EPaymentServiceV2",
 		ServiceNamespace: wsdl.DefaultServiceNamespace,
-		MaxBodyBytes:     1 << 20,
+		MaxBodyBytes:     64 << 10,
+		MaxConns:         1024,
+		MaxConnsPerIP:    256,
 		MaxDepth:         64,
 		MaxRefs:          1000,
 		ReadTimeout:      30 * time.Second,
@@ -171,7 +177,22 @@ var settings = []setting{
 		"is given http://<listen address>", func(c *Config) *string { return &c.PublicURL }),
 	strOpt("soap-path", "path of the SOAP endpoint (WSDL at ?wsdl)", func(c *Config) *string { return &c.SOAPPath }),
 	strOpt("service-namespace", "WSDL target namespace and reply body namespace", func(c *Config) *string { return &c.ServiceNamespace }),
-	intOpt("max-body-bytes", "largest request body accepted", func(c *Config) *int64 { return &c.MaxBodyBytes }),
+	intOpt("max-body-bytes", "largest SOAP request body accepted (real requests are under 4 KiB; the browser flows have their own limits)", func(c *Config) *int64 { return &c.MaxBodyBytes }),
+	intOpt("max-connections", "most open client connections; more are closed at once (0: no cap)", func(c *Config) *int { return &c.MaxConns }),
+	intOpt("max-connections-per-ip", "most open connections from one client address; raise it behind a proxy or load balancer (0: no cap)",
+		func(c *Config) *int { return &c.MaxConnsPerIP }),
+	{flag: "rate-limit", help: "most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return fmt.Errorf("`%s` is not a number of requests per second", v)
+			}
+			c.RateLimit = f
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatFloat(c.RateLimit, 'f', -1, 64) },
+	},
+	intOpt("rate-burst", "requests accepted at once above the rate limit; twice the rate when 0", func(c *Config) *int { return &c.RateBurst }),
 	intOpt("max-depth", "deepest XML nesting of a SOAP request", func(c *Config) *int { return &c.MaxDepth }),
 	intOpt("max-refs", "most multi-reference (id=) elements of a SOAP request", func(c *Config) *int { return &c.MaxRefs }),
 	durOpt("read-timeout", "time to read a whole request", func(c *Config) *time.Duration { return &c.ReadTimeout }),
@@ -384,6 +405,12 @@ func (c *Config) validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("max body bytes must be positive %s", keys("max-body-bytes"))
+	}
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 {
+		bad("connection caps must not be negative (0 means no cap) %s %s", keys("max-connections"), keys("max-connections-per-ip"))
+	}
+	if c.RateLimit < 0 || c.RateBurst < 0 {
+		bad("rate limit and burst must not be negative (0 means no limit) %s %s", keys("rate-limit"), keys("rate-burst"))
 	}
 	if c.MaxDepth < 0 || c.MaxRefs < 0 {
 		bad("max depth and max refs must not be negative (0 means the default)")

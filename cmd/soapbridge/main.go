@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { ln.Close() })
+	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
 
 	gatewayURL := cfg.GatewayURL
 	if gatewayURL == "" {
