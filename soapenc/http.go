@@ -9,12 +9,29 @@ import (
 	"strconv"
 )
 
-// decodeSlots bounds how many request bodies are parsed at once. Parsing is
+// Parse slots bound how many request bodies are parsed at once. Parsing is
 // CPU work, so more parses in parallel than CPUs add no throughput, only
 // memory (several times the body each): without the bound, many concurrent
 // large requests grow the heap without limit. Bodies are read before
 // taking a slot, so slow clients do not hold one.
-var decodeSlots = make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
+//
+// Small bodies (every real request: under 4 KiB) and large ones take slots
+// from separate pools: a flood of large bodies fills its own pool and
+// queues there, while small requests keep theirs and never wait behind a
+// large parse.
+var (
+	decodeSlots      = make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
+	largeDecodeSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+)
+
+// smallBody is the largest body parsed in a small-request slot.
+const smallBody = 16 << 10
+
+// initialBodyBuffer is the most a body buffer is sized to from a declared
+// Content-Length before the bytes arrive: the header is the client's word,
+// not bytes received, and a slow client announcing 1 MiB must not cost
+// 1 MiB (or 64 KiB) while it trickles. Real requests fit.
+const initialBodyBuffer = 8 << 10
 
 // ReadRequest reads a SOAP 1.1 request from r under the HTTP binding: POST,
 // Content-Type text/xml (any charset), at most lim.MaxBytes of body. Every
@@ -39,10 +56,7 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	bp := bufPool.Get().(*[]byte)
 	buf := bytes.NewBuffer((*bp)[:0])
 	if r.ContentLength > 0 {
-		// Sized from Content-Length only up to what a real request needs:
-		// the header is the client's word, not bytes received, and a slow
-		// client announcing 1 MiB must not cost 1 MiB while it trickles.
-		buf.Grow(int(min(r.ContentLength, 64<<10)) + 1)
+		buf.Grow(int(min(r.ContentLength, initialBodyBuffer)) + 1)
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, lim.MaxBytes+1))
 	defer func() { putBuf(bp, buf.Bytes()) }()
@@ -56,9 +70,13 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	if int64(buf.Len()) > lim.MaxBytes {
 		return nil, clientFault("request too large")
 	}
+	slots := decodeSlots
+	if buf.Len() > smallBody {
+		slots = largeDecodeSlots
+	}
 	select {
-	case decodeSlots <- struct{}{}:
-		defer func() { <-decodeSlots }()
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
 	case <-r.Context().Done():
 		return nil, clientFault("request cancelled")
 	}

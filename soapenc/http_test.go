@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -137,4 +139,81 @@ func TestReadRequestDoesNotTrustContentLength(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "touch", c.Operation.Local)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "bytes allocated for a short body")
+}
+
+// A flood of large bodies fills its own parse slots; a small request still
+// gets one at once.
+func TestSmallRequestDoesNotWaitForLargeSlots(t *testing.T) {
+	for range cap(largeDecodeSlots) {
+		largeDecodeSlots <- struct{}{}
+	}
+	defer func() {
+		for range cap(largeDecodeSlots) {
+			<-largeDecodeSlots
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	small := httptest.NewRequestWithContext(ctx, "POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
+	small.Header.Set("Content-Type", "text/xml")
+	c, err := ReadRequest(small, DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "touch", c.Operation.Local)
+
+	// A large body waits for a large slot (and gives up with its client).
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	large := httptest.NewRequestWithContext(ctx, "POST", "/axis/EPaymentServiceV2",
+		strings.NewReader(envelope("", call("touch", "<a>"+strings.Repeat("x", smallBody)+"</a>"))))
+	large.Header.Set("Content-Type", "text/xml")
+	_, err = ReadRequest(large, Limits{MaxBytes: 1 << 20})
+	requireFault(t, err, FaultClient, "cancelled")
+}
+
+// slowBody yields its prefix, then blocks until released: a client that
+// announced a large body and trickles it.
+type slowBody struct {
+	prefix  *strings.Reader
+	read    chan struct{} // closed once the prefix is consumed
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *slowBody) Read(p []byte) (int, error) {
+	if s.prefix.Len() > 0 {
+		return s.prefix.Read(p)
+	}
+	s.once.Do(func() { close(s.read) })
+	<-s.release
+	return 0, io.EOF
+}
+
+// Memory held by a slow connection that declared 1 MiB: the body buffer is
+// sized to at most a small constant until the bytes arrive.
+func TestSlowLargeDeclaredBodyCostsLittle(t *testing.T) {
+	const conns = 200
+	release := make(chan struct{})
+	bodies := make([]*slowBody, conns)
+	for i := range bodies {
+		bodies[i] = &slowBody{prefix: strings.NewReader("<?xml version=\"1.0\"?>"), read: make(chan struct{}), release: release}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for _, b := range bodies {
+		r := httptest.NewRequest("POST", "/axis/EPaymentServiceV2", b)
+		r.Header.Set("Content-Type", "text/xml")
+		r.ContentLength = 1 << 20
+		wg.Go(func() { _, _ = ReadRequest(r, Limits{MaxBytes: 2 << 20}) })
+	}
+	for _, b := range bodies {
+		<-b.read
+	}
+	runtime.ReadMemStats(&after)
+	close(release)
+	wg.Wait()
+	perConn := (after.TotalAlloc - before.TotalAlloc) / conns
+	t.Logf("allocated per slow connection declaring 1 MiB: %d bytes", perConn)
+	require.Less(t, perConn, uint64(24<<10))
 }

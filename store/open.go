@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -75,6 +77,11 @@ func openSQLite(ctx context.Context, dsn string) (Store, error) {
 	}
 	memory := strings.TrimPrefix(strings.SplitN(name, "?", 2)[0], "file:") == ":memory:"
 
+	if !memory {
+		if err := createPrivate(sqlitePath(name)); err != nil {
+			return nil, fmt.Errorf("store: create sqlite %s: %w", Redact(dsn), err)
+		}
+	}
 	w, err := openSQLiteWriter(ctx, name+sep+sqliteParams+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
@@ -91,6 +98,28 @@ func openSQLite(ctx context.Context, dsn string) (Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	return newSQLStore(sqlite, w, r), nil
+}
+
+// sqlitePath is the file an SQLite DSN names: without the file: prefix
+// and the query.
+func sqlitePath(dsn string) string {
+	return strings.TrimPrefix(strings.SplitN(dsn, "?", 2)[0], "file:")
+}
+
+// createPrivate creates the database file readable by its owner only
+// (0600) when it does not exist yet: it holds order numbers, product names
+// and the shops' URLs. SQLite creates the -wal and -shm files with the
+// mode of the database file, so they are private too. An existing file
+// keeps the mode its operator gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // openSQLiteWriter opens the single write connection and brings the schema

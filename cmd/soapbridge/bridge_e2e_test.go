@@ -207,6 +207,11 @@ func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, er
 			b.SandboxURL = strings.TrimSuffix(strings.TrimPrefix(kv, "SOAPBRIDGE_GATEWAY_URL="), "/api")
 		}
 	}
+	if b.embedded {
+		// The demo merchant's values set explicitly count as merchant
+		// settings: the sandbox must be asked for.
+		env = append(env, "SOAPBRIDGE_SANDBOX=true")
+	}
 	env = append(env, cfg.env...) // later entries win in exec
 	b.cmd = exec.Command(bin)
 	b.cmd.Env = append(envWithout("SOAPBRIDGE_"), env...)

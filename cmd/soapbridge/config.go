@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"gopkg.in/yaml.v3"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -34,11 +31,16 @@ type Config struct {
 	MaxBodyBytes     int64         `yaml:"max_body_bytes"`
 	MaxDepth         int           `yaml:"max_depth"`
 	MaxRefs          int           `yaml:"max_refs"`
+	MaxConns         int           `yaml:"max_connections"`
+	MaxConnsPerIP    int           `yaml:"max_connections_per_ip"`
+	RateLimit        float64       `yaml:"rate_limit"`
+	RateBurst        int           `yaml:"rate_burst"`
 	ReadTimeout      time.Duration `yaml:"read_timeout"`
 	WriteTimeout     time.Duration `yaml:"write_timeout"`
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`
 	ShutdownTimeout  time.Duration `yaml:"shutdown_timeout"`
 	GatewayURL       string        `yaml:"gateway_url"`
+	Sandbox          *bool         `yaml:"sandbox"` // nil: not set, the sandbox only for the demo (sandbox.go)
 	SandboxListen    string        `yaml:"sandbox_listen"`
 	SandboxPublicURL string        `yaml:"sandbox_public_url"`
 	Database         string        `yaml:"database"`
@@ -54,6 +56,10 @@ type Config struct {
 	// Demo is set when the embedded sandbox's demo merchant was configured
 	// from the built-in defaults and the SOAPBRIDGE_ merchant variables.
 	Demo bool `yaml:"-"`
+	// merchantSources names where merchant settings were given (config
+	// file, SOAPBRIDGE_ variables): without a gateway URL they make the
+	// bridge refuse to start unless the sandbox was asked for.
+	merchantSources []string
 }
 
 // Merchant is one e-shop as configured; the type, its validation and its
@@ -73,7 +79,9 @@ func defaultConfig() Config {
 		Listen:           ":8080",
 		SOAPPath:         "/axis/EPaymentServiceV2",
 		ServiceNamespace: wsdl.DefaultServiceNamespace,
-		MaxBodyBytes:     1 << 20,
+		MaxBodyBytes:     64 << 10,
+		MaxConns:         1024,
+		MaxConnsPerIP:    256,
 		MaxDepth:         64,
 		MaxRefs:          1000,
 		ReadTimeout:      30 * time.Second,
@@ -91,10 +99,11 @@ func defaultConfig() Config {
 
 // setting is one server setting settable by file, environment and flag.
 type setting struct {
-	flag string // flag name; the variable is SOAPBRIDGE_ + upper-cased, '-' → '_'
-	help string
-	set  func(c *Config, v string) error
-	get  func(c *Config) string
+	flag   string // flag name; the variable is SOAPBRIDGE_ + upper-cased, '-' → '_'
+	help   string
+	isBool bool // -flag alone means true
+	set    func(c *Config, v string) error
+	get    func(c *Config) string
 }
 
 func (s setting) env() string {
@@ -125,7 +134,12 @@ func intOpt[T int | int64](name, help string, p func(*Config) *T) setting {
 func durOpt(name, help string, p func(*Config) *time.Duration) setting {
 	return setting{flag: name, help: help,
 		set: func(c *Config, v string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(v))
+			v = strings.TrimSpace(v)
+			d, err := time.ParseDuration(v)
+			if _, nerr := strconv.ParseFloat(v, 64); err != nil && nerr == nil {
+				// A bare number has no unit: seconds? milliseconds? Say so.
+				return fmt.Errorf("`%s` is not a duration, write `%ss` (or another unit: 500ms, 2m, 1h)", v, v)
+			}
 			if err != nil {
 				return fmt.Errorf("not a duration (e.g. 30s, 2m): %q", v)
 			}
@@ -142,17 +156,53 @@ func durOpt(name, help string, p func(*Config) *time.Duration) setting {
 var settings = []setting{
 	strOpt("config", "YAML (or JSON) file with settings and merchants", func(c *Config) *string { return &c.ConfigFile }),
 	strOpt("listen", "address the bridge listens on", func(c *Config) *string { return &c.Listen }),
-	strOpt("public-url", "the bridge's public base URL (WSDL address, gateway callbacks); derived from the request when empty", func(c *Config) *string { return &c.PublicURL }),
+	strOpt("public-url", "the bridge's public base URL: the WSDL's soap:address and the return and notification URLs given to the gateway; "+
+		"required with a real gateway. When empty (embedded sandbox only), the WSDL address follows each request's Host and the gateway "+
+		"is given http://<listen address>", func(c *Config) *string { return &c.PublicURL }),
 	strOpt("soap-path", "path of the SOAP endpoint (WSDL at ?wsdl)", func(c *Config) *string { return &c.SOAPPath }),
 	strOpt("service-namespace", "WSDL target namespace and reply body namespace", func(c *Config) *string { return &c.ServiceNamespace }),
-	intOpt("max-body-bytes", "largest request body accepted", func(c *Config) *int64 { return &c.MaxBodyBytes }),
+	intOpt("max-body-bytes", "largest SOAP request body accepted (real requests are under 4 KiB; the browser flows have their own limits)", func(c *Config) *int64 { return &c.MaxBodyBytes }),
+	intOpt("max-connections", "most open client connections; more are closed at once (0: no cap)", func(c *Config) *int { return &c.MaxConns }),
+	intOpt("max-connections-per-ip", "most open connections from one client address; raise it behind a proxy or load balancer (0: no cap)",
+		func(c *Config) *int { return &c.MaxConnsPerIP }),
+	{flag: "rate-limit", help: "most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return fmt.Errorf("`%s` is not a number of requests per second", v)
+			}
+			c.RateLimit = f
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatFloat(c.RateLimit, 'f', -1, 64) },
+	},
+	intOpt("rate-burst", "requests accepted at once above the rate limit; twice the rate when 0", func(c *Config) *int { return &c.RateBurst }),
 	intOpt("max-depth", "deepest XML nesting of a SOAP request", func(c *Config) *int { return &c.MaxDepth }),
 	intOpt("max-refs", "most multi-reference (id=) elements of a SOAP request", func(c *Config) *int { return &c.MaxRefs }),
 	durOpt("read-timeout", "time to read a whole request", func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durOpt("write-timeout", "time to handle a request and write its reply", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	durOpt("idle-timeout", "keep-alive time of an idle connection", func(c *Config) *time.Duration { return &c.IdleTimeout }),
 	durOpt("shutdown-timeout", "time in-flight requests get to finish on SIGTERM/SIGINT", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-	strOpt("gateway-url", "REST gateway base URL (e.g. https://gw.sandbox.gopay.com/api); empty starts the embedded sandbox", func(c *Config) *string { return &c.GatewayURL }),
+	strOpt("gateway-url", "REST gateway base URL (e.g. https://gw.sandbox.gopay.com/api); required once a merchant is configured, "+
+		"unless -sandbox. Without it and without any merchant setting, the demo runs on the embedded sandbox", func(c *Config) *string { return &c.GatewayURL }),
+	{flag: "sandbox", isBool: true,
+		help: "run on the embedded sandbox gateway (fake payments, for tests and demos) with the configured merchants; " +
+			"without any merchant setting and gateway URL the demo runs on it anyway",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("`%s` is not true or false", v)
+			}
+			c.Sandbox = &b
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.Sandbox == nil {
+				return ""
+			}
+			return strconv.FormatBool(*c.Sandbox)
+		},
+	},
 	strOpt("sandbox-listen", "address of the embedded sandbox gateway", func(c *Config) *string { return &c.SandboxListen }),
 	strOpt("sandbox-public-url", "public base URL of the embedded sandbox (payment page links); derived from the request when empty", func(c *Config) *string { return &c.SandboxPublicURL }),
 	strOpt("database", "SQLite file path, or a postgres:// DSN", func(c *Config) *string { return &c.Database }),
@@ -187,17 +237,23 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		if d := s.get(&cfg); d != "" && d != "0" {
 			usage += fmt.Sprintf(" (default %q)", d)
 		}
-		fs.Func(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		if s.isBool {
+			fs.BoolFunc(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		} else {
+			fs.Func(s.flag, usage, func(v string) error { flags[s.flag] = v; return nil })
+		}
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: soapbridge [flags]\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
+		fmt.Fprintf(out, "Usage: soapbridge [flags]              serve\n"+
+			"       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials\n"+
+			"       soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
 			"Precedence: defaults < config file < environment < flags. Merchants come from the config file or from\n"+
 			"%s, %s, %s, %s, %s, %s, %s.\n\nFlags:\n",
 			envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (settings are flags: -listen=:8080)", fs.Arg(0))
@@ -233,19 +289,6 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	return cfg, cfg.validate()
 }
 
-func readFile(cfg *Config, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true) // a misspelt key is an error, not a silent default
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	return nil
-}
-
 // mergeMerchantEnv applies the SOAPBRIDGE_ merchant variables: they
 // override the file's merchant of the same goid, or add one. Without any
 // merchant in the file they alone define it; with the embedded sandbox
@@ -253,6 +296,16 @@ func readFile(cfg *Config, path string) error {
 func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	var m Merchant
 	set := false
+	if len(cfg.Merchants) > 0 {
+		cfg.merchantSources = append(cfg.merchantSources, "merchants of the config file")
+	}
+	defer func() {
+		for _, name := range merchantEnv() {
+			if getenv(name) != "" {
+				cfg.merchantSources = append(cfg.merchantSources, name)
+			}
+		}
+	}()
 	if v := getenv(envGoID); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n <= 0 {
@@ -322,22 +375,28 @@ func (c *Config) validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen: %q is not host:port", c.Listen)
+		bad("listen: %q is not host:port %s", c.Listen, keys("listen"))
 	}
 	if c.PublicURL != "" {
 		if err := checkHTTPURL(c.PublicURL, false); err != nil {
-			bad("public URL: %v", err)
+			bad("public URL: %v %s", err, keys("public-url"))
 		}
 		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	}
 	if !strings.HasPrefix(c.SOAPPath, "/") || strings.ContainsAny(c.SOAPPath, "?# ") || c.SOAPPath == "/" || c.SOAPPath == "/healthz" {
-		bad("SOAP path: %q must be a path like /axis/EPaymentServiceV2", c.SOAPPath)
+		bad("SOAP path: %q must be a path like /axis/EPaymentServiceV2 %s", c.SOAPPath, keys("soap-path"))
 	}
 	if u, err := url.Parse(c.ServiceNamespace); err != nil || u.Scheme == "" {
-		bad("service namespace: %q is not an absolute URI", c.ServiceNamespace)
+		bad("service namespace: %q is not an absolute URI %s", c.ServiceNamespace, keys("service-namespace"))
 	}
 	if c.MaxBodyBytes <= 0 {
-		bad("max body bytes must be positive")
+		bad("max body bytes must be positive %s", keys("max-body-bytes"))
+	}
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 {
+		bad("connection caps must not be negative (0 means no cap) %s %s", keys("max-connections"), keys("max-connections-per-ip"))
+	}
+	if c.RateLimit < 0 || c.RateBurst < 0 {
+		bad("rate limit and burst must not be negative (0 means no limit) %s %s", keys("rate-limit"), keys("rate-burst"))
 	}
 	if c.MaxDepth < 0 || c.MaxRefs < 0 {
 		bad("max depth and max refs must not be negative (0 means the default)")
@@ -346,31 +405,32 @@ func (c *Config) validate() error {
 		bad("timeouts must not be negative (0 means none)")
 	}
 	if c.ShutdownTimeout <= 0 {
-		bad("shutdown timeout must be positive")
+		bad("shutdown timeout must be positive %s", keys("shutdown-timeout"))
 	}
+	errs = append(errs, c.checkSandboxChoice()...)
 	if c.GatewayURL != "" {
 		if err := checkHTTPURL(c.GatewayURL, false); err != nil {
-			bad("gateway URL: %v", err)
+			bad("gateway URL: %v %s", err, keys("gateway-url"))
 		}
 		if c.PublicURL == "" {
-			bad("public URL is required with a real gateway: the gateway sends customers and notifications back to the bridge under it")
+			bad("public URL is required with a real gateway: the gateway sends customers and notifications back to the bridge under it %s", keys("public-url"))
 		}
 	} else {
 		if _, _, err := net.SplitHostPort(c.SandboxListen); err != nil {
-			bad("sandbox listen: %q is not host:port", c.SandboxListen)
+			bad("sandbox listen: %q is not host:port %s", c.SandboxListen, keys("sandbox-listen"))
 		}
 		if c.SandboxPublicURL != "" {
 			if err := checkHTTPURL(c.SandboxPublicURL, false); err != nil {
-				bad("sandbox public URL: %v", err)
+				bad("sandbox public URL: %v %s", err, keys("sandbox-public-url"))
 			}
 			c.SandboxPublicURL = strings.TrimRight(c.SandboxPublicURL, "/")
 		}
 	}
 	if strings.TrimSpace(c.Database) == "" {
-		bad("database must name an SQLite file or a postgres:// DSN")
+		bad("database must name an SQLite file or a postgres:// DSN %s", keys("database"))
 	}
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
-		bad("log level: %q is not debug, info, warn or error", c.LogLevel)
+		bad("log level: %q is not debug, info, warn or error %s", c.LogLevel, keys("log-level"))
 	}
 	if c.LogBuffer < 0 || c.LogBuffer > 64<<20 {
 		bad("log buffer: %d is not within 0..64 MiB", c.LogBuffer)
@@ -379,7 +439,7 @@ func (c *Config) validate() error {
 		bad("rest max idle conns: %d is not within 1..65536", c.RESTMaxIdleConns)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
-		bad("log format: %q is not json or console", c.LogFormat)
+		bad("log format: %q is not json or console %s", c.LogFormat, keys("log-format"))
 	}
 
 	if len(c.Merchants) == 0 {
@@ -398,13 +458,24 @@ func (c *Config) validate() error {
 		seen[m.GoID] = true
 		m.Normalize()
 		for _, p := range m.Problems() {
-			bad("%s: %s (%s / %s)", name, p.Msg, p.Field, merchantEnv[p.Field])
+			bad("%s: %s (%s / %s)", name, p.Msg, p.Field, merchantEnvByKey[p.Field])
 		}
 	}
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {
-		bad("default goid %d is not a configured merchant", c.DefaultGoID)
+		bad("default goid %d is not a configured merchant %s", c.DefaultGoID, keys("default-goid"))
 	}
 	return errors.Join(errs...)
+}
+
+// keys names a setting in every notation a user may have set it in:
+// "(file key / variable / flag)".
+func keys(flag string) string {
+	for _, s := range settings {
+		if s.flag == flag {
+			return fmt.Sprintf("(%s / %s / -%s)", s.fileKey(), s.env(), s.flag)
+		}
+	}
+	panic("keys: no setting " + flag)
 }
 
 // checkHTTPURL accepts an absolute http(s) URL; a query only when
@@ -421,7 +492,7 @@ func checkHTTPURL(s string, withQuery bool) error {
 }
 
 // merchantEnv names the variable of each merchant setting, for messages.
-var merchantEnv = map[string]string{
+var merchantEnvByKey = map[string]string{
 	"goid": envGoID, "client_id": envClientID, "client_secret": envClientSecret, "secure_key": envSecureKey,
 	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL,
 }

@@ -38,7 +38,10 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ":8080", cfg.Listen)
 	assert.Equal(t, "/axis/EPaymentServiceV2", cfg.SOAPPath)
-	assert.Equal(t, int64(1<<20), cfg.MaxBodyBytes)
+	assert.Equal(t, int64(64<<10), cfg.MaxBodyBytes)
+	assert.Equal(t, 1024, cfg.MaxConns)
+	assert.Equal(t, 256, cfg.MaxConnsPerIP)
+	assert.Zero(t, cfg.RateLimit)
 	assert.Equal(t, "127.0.0.1:8090", cfg.SandboxListen)
 	assert.Equal(t, "soapbridge.db", cfg.Database)
 	assert.Equal(t, "https://testgw.gopay.cz/axis/EPaymentServiceV2", cfg.ServiceNamespace)
@@ -50,7 +53,7 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 
 func TestConfigDemoMerchantFromEnv(t *testing.T) {
 	cfg, err := loadConfig(nil, envOf(map[string]string{
-		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
+		"SOAPBRIDGE_SANDBOX": "true", "SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
 		"SOAPBRIDGE_CURRENCY": "eur", "SOAPBRIDGE_LANG": "en",
 		"SOAPBRIDGE_NOTIFICATION_URL": "https://shop.example/notify.php?x=1",
 	}), &bytes.Buffer{})
@@ -185,10 +188,10 @@ merchants:
 		{name: "bad goid in file", file: "merchants:\n  - {goid: -1, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
 			want: "merchant #1: goid must be a positive integer"},
 		{name: "non-numeric goid in file", file: "merchants:\n  - {goid: abc, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
-			want: "cannot unmarshal"},
+			want: "line 2: merchant #1: goid: `abc` is not an integer"},
 		{name: "duplicate goid", file: strings.ReplaceAll(twoMerchants, "8000000002", "8000000001"), env: map[string]string{}, want: "merchant 8000000001: listed twice"},
 		{name: "env merchant ambiguous", file: twoMerchants, env: map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret}, want: "SOAPBRIDGE_GOID is not"},
-		{name: "unknown key in file", file: "listen: :1\nlisten_port: 2\n", want: "field listen_port not found"},
+		{name: "unknown key in file", file: "listen: :1\nlisten_port: 2\n", want: "line 2: `listen_port` is not a setting; did you mean `listen`?"},
 		{name: "missing file", args: []string{"-config", "/nonexistent/soapbridge.yaml"}, want: "config file"},
 		{name: "no merchant with gateway", env: map[string]string{"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://b.example"},
 			want: "no merchant configured"},
@@ -206,7 +209,7 @@ merchants:
 		{name: "zero body limit", env: map[string]string{"SOAPBRIDGE_MAX_BODY_BYTES": "0"}, want: "max body bytes must be positive"},
 		{name: "bad log level", env: map[string]string{"SOAPBRIDGE_LOG_LEVEL": "loud"}, want: `log level: "loud"`},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, want: `log format: "xml"`},
-		{name: "unknown flag", args: []string{"-client-secret", cfgSecret}, want: "flag provided but not defined: -client-secret"},
+		{name: "unknown flag", args: []string{"-client-secret", cfgSecret}, want: "-client-secret is not a setting (merchant settings are not flags"},
 		{name: "positional argument", args: []string{"serve"}, want: `unexpected argument "serve"`},
 	}
 	for _, tc := range tests {
@@ -267,4 +270,65 @@ func TestExampleConfigLoads(t *testing.T) {
 	assert.Equal(t, defaultConfig().ReadTimeout, cfg.ReadTimeout)
 	require.Len(t, cfg.Merchants, 1)
 	assert.Equal(t, int64(8123456789), cfg.Merchants[0].GoID)
+}
+
+// Errors name the key as the user wrote it, where they wrote it, and
+// suggest the setting they probably meant.
+func TestConfigErrorsInTheUsersTerms(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		file string
+		want string
+	}{
+		{name: "misspelt file key", file: "listen: :1\nlisten_adress: 127.0.0.1:8080\n",
+			want: "line 2: `listen_adress` is not a setting; did you mean `listen`?"},
+		{name: "file key with dashes", file: "public-url: https://b.example\n", want: "`public-url` is not a setting; did you mean `public_url`?"},
+		{name: "file key typo", file: "gateway_ulr: https://gw.example\n", want: "`gateway_ulr` is not a setting; did you mean `gateway_url`?"},
+		{name: "unrelated file key", file: "colour: blue\n", want: "line 1: `colour` is not a setting"},
+		{name: "misspelt merchant key", file: "merchants:\n  - goid: 1\n    secret_key: x\n",
+			want: "line 3: merchant #1: `secret_key` is not a setting; did you mean `secure_key`?"},
+		{name: "bare number duration in file", file: "read_timeout: 30\n", want: "line 1: read_timeout: `30` is not a duration, write `30s`"},
+		{name: "bare number duration in env", env: map[string]string{"SOAPBRIDGE_IDLE_TIMEOUT": "30"}, want: "SOAPBRIDGE_IDLE_TIMEOUT: `30` is not a duration, write `30s`"},
+		{name: "bare number duration as flag", args: []string{"-write-timeout", "2.5"}, want: "flag -write-timeout: `2.5` is not a duration, write `2.5s`"},
+		{name: "list for a single value", file: "listen:\n  - :1\n", want: "`listen` takes a single value"},
+		{name: "key set twice", file: "listen: :1\nlisten: :2\n", want: "line 2: `listen` is set twice"},
+		{name: "merchants not a list", file: "merchants: 5\n", want: "`merchants` is a list"},
+		{name: "misspelt flag", args: []string{"-listen-adress", ":1"}, want: "-listen-adress is not a setting; did you mean -listen?"},
+		{name: "validation names the keys", env: map[string]string{"SOAPBRIDGE_LOG_FORMAT": "xml"},
+			want: `log format: "xml" is not json or console (log_format / SOAPBRIDGE_LOG_FORMAT / -log-format)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"-config", writeConfigFile(t, tc.file)}, args...)
+			}
+			_, err := loadConfig(args, envOf(tc.env), &bytes.Buffer{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestUnknownEnvironmentVariables(t *testing.T) {
+	assert.NoError(t, checkEnvNames([]string{"PATH=/bin", "SOAPBRIDGE_LISTEN=:1", "SOAPBRIDGE_CLIENT_SECRET=x", "SOAPBRIDGE_E2E_BINARY=/x"}))
+	err := checkEnvNames([]string{"SOAPBRIDGE_GATEWAY_ULR=https://gw.example", "SOAPBRIDGE_LISTEN_ADRESS=:1", "SOAPBRIDGE_CLIENTSECRET=" + cfgSecret})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SOAPBRIDGE_GATEWAY_ULR is not a setting; did you mean SOAPBRIDGE_GATEWAY_URL?")
+	assert.Contains(t, err.Error(), "SOAPBRIDGE_LISTEN_ADRESS is not a setting; did you mean SOAPBRIDGE_LISTEN?")
+	assert.Contains(t, err.Error(), "SOAPBRIDGE_CLIENTSECRET is not a setting; did you mean SOAPBRIDGE_CLIENT_SECRET?")
+	assert.NotContains(t, err.Error(), cfgSecret)
+}
+
+// -h must tell the truth about -public-url: without it, callbacks go to the
+// listen address, which only a gateway on this host can reach.
+func TestHelpPublicURL(t *testing.T) {
+	var out bytes.Buffer
+	_, err := loadConfig([]string{"-h"}, envOf(nil), &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, out.String(), "required with a real gateway")
+	assert.Contains(t, out.String(), "http://<listen address>")
+	assert.NotContains(t, out.String(), "gateway callbacks); derived from the request when empty")
 }

@@ -41,7 +41,10 @@ func main() {
 	// kills the process instead of waiting for the graceful shutdown.
 	context.AfterFunc(ctx, stop)
 	applyGCDefaults(os.Getenv)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := checkEnvNames(os.Environ())
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soapbridge:", err)
@@ -54,6 +57,9 @@ func main() {
 // the outbox worker, the embedded sandbox and the store stop. Logs go to
 // stdout. It returns nil after a clean shutdown and for -help.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if handled, err := subcommand(ctx, args, getenv, stdout); handled {
+		return err
+	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -81,6 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { ln.Close() })
+	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
 
 	gatewayURL := cfg.GatewayURL
 	if gatewayURL == "" {
@@ -90,6 +97,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		closers = append(closers, func() { sb.stop(cfg.ShutdownTimeout) })
 		gatewayURL = sb.url + "/api"
+		for _, w := range cfg.sandboxWarnings() {
+			log.Warn("embedded sandbox gateway: " + w)
+		}
 		if cfg.Demo {
 			// Demo data only valid against the embedded sandbox; printed so
 			// that an e-shop can be pointed at the bridge at once.

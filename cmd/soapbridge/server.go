@@ -25,6 +25,7 @@ func newEcho(cfg Config, log *zap.Logger) *echo.Echo {
 		dropBadRequestID,
 		middleware.RequestID(),
 		accessLog(log.Named("http")),
+		rateLimit(cfg.RateLimit, cfg.RateBurst, cfg.SOAPPath),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				log.Error("panic recovered",
@@ -138,14 +139,24 @@ func isToken(s string, max int) bool {
 	return true
 }
 
-// bodyLimit caps every request body at max bytes. A declared length over
-// the cap is refused at once with 413, except on the SOAP endpoint's POST,
-// where soapenc reads under the same cap and answers with a SOAP fault.
-func bodyLimit(max int64, soapPath string) echo.MiddlewareFunc {
+// otherBodyLimit caps the bodies of the paths other than the SOAP
+// endpoint; the browser flows (base-integration form, statements) set
+// tighter limits of their own.
+const otherBodyLimit = 1 << 20
+
+// bodyLimit caps the SOAP endpoint's request bodies at soapMax bytes and
+// every other body at otherBodyLimit. A declared length over the cap is
+// refused at once with 413, except on the SOAP endpoint's POST, where
+// soapenc reads under the same cap and answers with a SOAP fault.
+func bodyLimit(soapMax int64, soapPath string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			soap := r.Method == http.MethodPost && r.URL.Path == soapPath
+			max := int64(otherBodyLimit)
+			if soap {
+				max = soapMax
+			}
 			if r.ContentLength > max && !soap {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body too large")
 			}

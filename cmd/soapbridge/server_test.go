@@ -200,7 +200,7 @@ func TestRunServes(t *testing.T) {
 // Sandbox mode prints the demo credentials, but values the operator set
 // (perhaps a real secure key tried against the sandbox) are not demo values.
 func TestDemoBannerHidesOwnSecrets(t *testing.T) {
-	b := startInProcess(t, map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey})
+	b := startInProcess(t, map[string]string{"SOAPBRIDGE_SANDBOX": "true", "SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey})
 	demo := b.log.waitLine(t, "embedded sandbox demo merchant (demo credentials, not secrets)", b.done)
 	assert.EqualValues(t, 8123456789, demo["goid"])
 	logged := b.log.String()

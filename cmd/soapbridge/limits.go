@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/legacybridge/soapbridge/soapenc"
+)
+
+// capListener caps the open connections in all and per client address.
+// A connection over a cap is closed at once rather than left waiting: a
+// client holding many slow connections must not take the last ones, and a
+// refused client learns it at once. Behind a load balancer every
+// connection comes from the balancer's address: the per-address cap must
+// then be raised (or 0).
+type capListener struct {
+	net.Listener
+	maxTotal, maxPerIP int
+	log                *zap.Logger
+
+	mu      sync.Mutex
+	total   int
+	perIP   map[string]int
+	refused atomic.Int64
+}
+
+// capConnections wraps ln; a cap of 0 is no cap.
+func capConnections(ln net.Listener, maxTotal, maxPerIP int, log *zap.Logger) net.Listener {
+	if maxTotal <= 0 && maxPerIP <= 0 {
+		return ln
+	}
+	return &capListener{Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, log: log, perIP: map[string]int{}}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if reason := l.admit(ip); reason != "" {
+			c.Close()
+			// One line per 100 refusals: a flood must not flood the log.
+			if n := l.refused.Add(1); n%100 == 1 {
+				l.log.Warn("connection refused", zap.String("reason", reason), zap.String("remote", ip), zap.Int64("refused_so_far", n))
+			}
+			continue
+		}
+		return &cappedConn{Conn: c, release: func() { l.release(ip) }}, nil
+	}
+}
+
+// admit counts a new connection from ip, or says which cap it hits.
+func (l *capListener) admit(ip string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		return "max_connections (" + strconv.Itoa(l.maxTotal) + ") reached"
+	}
+	if l.maxPerIP > 0 && l.perIP[ip] >= l.maxPerIP {
+		return "max_connections_per_ip (" + strconv.Itoa(l.maxPerIP) + ") reached"
+	}
+	l.total++
+	l.perIP[ip]++
+	return ""
+}
+
+func (l *capListener) release(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.perIP[ip]--; l.perIP[ip] <= 0 {
+		delete(l.perIP, ip)
+	}
+}
+
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// cappedConn gives its place back once, at the first Close.
+type cappedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *cappedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// rateLimit caps the requests per second of the whole bridge (health
+// probes excepted). A SOAP call over the limit gets a SOAP fault saying so
+// (legacy clients read nothing else); other requests get 429. Both carry
+// Retry-After. A rate of 0 is no limit.
+func rateLimit(perSecond float64, burst int, soapPath string) echo.MiddlewareFunc {
+	if perSecond <= 0 {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
+	if burst <= 0 {
+		burst = max(1, int(2*perSecond))
+	}
+	lim := rate.NewLimiter(rate.Limit(perSecond), burst)
+	text := fmt.Sprintf("rate limit exceeded: the bridge accepts at most %s requests per second; retry later",
+		strconv.FormatFloat(perSecond, 'f', -1, 64))
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.URL.Path == "/healthz" || lim.Allow() {
+				return next(c)
+			}
+			c.Response().Header().Set("Retry-After", "1")
+			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+				return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
+			}
+			return echo.NewHTTPError(http.StatusTooManyRequests, text)
+		}
+	}
+}

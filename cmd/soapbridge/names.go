@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// notASetting says that name is not one of known, in the notation of the
+// place it came from (quote formats a name: "`%s`", "-%s", "%s"), and
+// suggests the closest known name when one is close enough to be a typo.
+func notASetting(name string, known []string, quote string) string {
+	msg := fmt.Sprintf(quote+" is not a setting", name)
+	if s := closest(name, known); s != "" {
+		msg += fmt.Sprintf("; did you mean "+quote+"?", s)
+	}
+	return msg
+}
+
+// closest returns the known name most likely meant by name, or "". Case
+// and the '-'/'_' spelling are ignored; a name that extends or shortens a
+// known one (listen_address for listen) counts as close.
+func closest(name string, known []string) string {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	n := norm(name)
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		kn := norm(k)
+		d := levenshtein(n, kn)
+		limit := max(2, len(kn)/3)
+		if strings.HasPrefix(n, kn) || strings.HasPrefix(kn, n) {
+			limit = d // a prefix relation is close at any distance
+		}
+		if d <= limit && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// flagError rewrites the flag package's "flag provided but not defined"
+// with a suggestion; other errors (and flag.ErrHelp) pass unchanged.
+func flagError(err error) error {
+	const undefined = "flag provided but not defined: -"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, undefined) {
+		return err
+	}
+	name := strings.TrimPrefix(msg, undefined)
+	known := make([]string, 0, len(settings))
+	for _, s := range settings {
+		known = append(known, s.flag)
+	}
+	hint := notASetting(name, known, "-%s")
+	if slices.Contains(merchantEnv(), envPrefix+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))) {
+		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)",
+			envPrefix+strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+	}
+	return errors.New(hint)
+}
+
+// merchantEnv are the merchant variables.
+func merchantEnv() []string {
+	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang}
+}
+
+// envNotOurs are SOAPBRIDGE_ variables the project's own tests and tools
+// read; the bridge ignores them instead of calling them typos.
+var envNotOurs = []string{envPrefix + "E2E_BINARY", envPrefix + "ARTIFACTS"}
+
+// checkEnvNames refuses SOAPBRIDGE_ variables that are no setting: a
+// misspelt SOAPBRIDGE_GATEWAY_ULR would otherwise be ignored in silence,
+// as a misspelt file key would be.
+func checkEnvNames(environ []string) error {
+	known := merchantEnv()
+	for _, s := range settings {
+		known = append(known, s.env())
+	}
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) || slices.Contains(envNotOurs, name) {
+			continue
+		}
+		errs = append(errs, errors.New(notASetting(name, known, "%s")))
+	}
+	return errors.Join(errs...)
+}
