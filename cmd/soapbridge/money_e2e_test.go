@@ -413,4 +413,3 @@ func TestMoneySIGTERMDuringCapture(t *testing.T) {
 	assert.Contains(t, e.b.log.String(), `"msg":"stopped"`)
 	assert.Equal(t, restbackend.StatePaid, e.status(auth).State)
 }
-
