@@ -155,6 +155,7 @@ func (s *Service) CreatePayment(ctx context.Context, c *PaymentCommand) (*Paymen
 // created payment ("" on refusal).
 func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *PaymentStatus, gwURL string, err error) {
 	const op = "createPayment"
+	var created *restbackend.Payment // set when this call created it
 	if c == nil {
 		c = &PaymentCommand{Invalid: "missing paymentCommand"}
 	}
@@ -178,28 +179,58 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	if r != nil {
 		return fail(r)
 	}
-	p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	// A payment cannot be looked up by order number: a create whose reply
+	// was lost stays in doubt (a repeat answers "outcome unknown" until the
+	// replay window ends), and a repeat of a created one answers the same
+	// payment with its current status, whatever it has become since.
+	call := &moneyCall{op: op, m: m, fields: c.SignatureFields()}
+	call.act = func(ctx context.Context) (store.CallRecord, error) {
+		p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		// The session must be durable before the e-shop learns the
+		// payment: status replies and the return redirect depend on it. If
+		// it cannot be written the payment stays unpaid and lapses; failing
+		// (not done: a retry creates another) is safe.
+		sess := store.Session{
+			PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
+			Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
+			CreatedAt: s.now(),
+		}
+		if err := s.store.SaveSession(ctx, sess); err != nil {
+			s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
+				zap.Int64("payment", p.ID), zap.Error(err))
+			return store.CallRecord{}, serverError("session store unavailable")
+		}
+		s.logFor(ctx).Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
+		created = p
+		return store.CallRecord{PaymentID: p.ID, Result: CallCompleted, Reply: p.GwURL}, nil
+	}
+	rec, err := s.once(ctx, call)
 	if err != nil {
-		err = s.gatewayFailed(ctx, "create payment", m.GoID, 0, err)
 		if errors.As(err, &r) {
 			return fail(r)
 		}
 		return nil, "", err
 	}
-	// The session must be durable before the e-shop learns the payment:
-	// status replies and the return redirect depend on it. If it cannot be
-	// written the payment stays unpaid and lapses; failing is safe.
-	sess := store.Session{
-		PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
-		Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
-		CreatedAt: s.now(),
+	p := created
+	if p == nil { // a repeat answered from the ledger: the payment as it is now
+		st, p, err := s.statusFor(ctx, m, rec.PaymentID)
+		if err != nil {
+			if errors.As(err, &r) {
+				return fail(r)
+			}
+			return nil, "", err
+		}
+		gw := p.GwURL
+		if gw == "" {
+			gw = rec.Reply
+		}
+		return st, gw, nil
 	}
-	if err := s.store.SaveSession(ctx, sess); err != nil {
-		s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
-			zap.Int64("payment", p.ID), zap.Error(err))
-		return nil, "", serverError("session store unavailable")
-	}
-	s.logFor(ctx).Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
 	st = statusFromPayment(p, m, &c.ProductName)
 	if err := st.sign(m.SecureKey); err != nil {
 		return nil, "", err
@@ -240,62 +271,85 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 		return fail(refuse("missing recurrenceRequest.orderNumber"))
 	}
 	m, parentID := ref.M, *rr.ParentPaymentSessionID
-
-	// The child inherits currency and productName from the parent: from the
-	// bridge's session, else (a parent not created here) the currency from
-	// the gateway's status, and no productName.
-	parent, found, err := s.sessionOf(ctx, parentID, 0)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	// The gateway lists no children of a parent, so a child whose reply was
+	// lost cannot be found: the call stays in doubt and a repeat answers
+	// "outcome unknown" instead of charging again.
+	var child *restbackend.Payment
+	var found bool
+	var parent store.Session
+	call := &moneyCall{op: op, m: m, id: parentID, fields: RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID),
+		formatOptInt(rr.TargetGoID), rr.OrderNumber, formatOptInt(rr.TotalPrice))}
+	call.act = func(ctx context.Context) (store.CallRecord, error) {
+		// The child inherits currency and productName from the parent: from
+		// the bridge's session, else (a parent not created here) the
+		// currency from the gateway's status, and no productName.
+		var err error
+		parent, found, err = s.sessionOf(ctx, parentID, 0)
 		if err != nil {
-			err = s.gatewayFailed(ctx, "payment status", m.GoID, parentID, err)
-			var r *refusal
-			if errors.As(err, &r) {
-				return fail(r)
-			}
-			return nil, err
+			return store.CallRecord{}, err
 		}
-		parent = store.Session{PaymentID: parentID, GoID: m.GoID, Currency: p.Currency}
+		if !found {
+			p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			parent = store.Session{PaymentID: parentID, GoID: m.GoID, Currency: p.Currency}
+		}
+		itemName := parent.ProductName
+		if trim(itemName) == "" {
+			itemName = "order " + trim(rr.OrderNumber)
+		}
+		req := &restbackend.RecurrenceRequest{
+			Amount:           *rr.TotalPrice,
+			Currency:         parent.Currency,
+			OrderNumber:      trim(rr.OrderNumber),
+			OrderDescription: trim(parent.ProductName),
+			Items:            []restbackend.Item{{Type: "ITEM", Name: trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
+		}
+		c, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		if c.ParentID == 0 {
+			c.ParentID = parentID
+		}
+		// The child may already be charged: unlike createPayment, a failed
+		// session write must not turn into a failure the e-shop might retry
+		// (and charge twice). Status replies fall back to the parent's session.
+		sess := store.Session{
+			PaymentID: c.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
+			OrderNumber: c.OrderNumber, Amount: c.Amount, Currency: c.Currency,
+			SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
+		}
+		if err := s.store.SaveSession(ctx, sess); err != nil {
+			s.logFor(ctx).Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
+				zap.Int64("payment", c.ID), zap.Int64("parent", parentID), zap.Error(err))
+		}
+		s.logFor(ctx).Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", c.ID), zap.Int64("parent", parentID))
+		child = c
+		return store.CallRecord{PaymentID: c.ID, Result: CallCompleted}, nil
 	}
-	itemName := parent.ProductName
-	if trim(itemName) == "" {
-		itemName = "order " + trim(rr.OrderNumber)
-	}
-	req := &restbackend.RecurrenceRequest{
-		Amount:           *rr.TotalPrice,
-		Currency:         parent.Currency,
-		OrderNumber:      trim(rr.OrderNumber),
-		OrderDescription: trim(parent.ProductName),
-		Items:            []restbackend.Item{{Type: "ITEM", Name: trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
-	}
-	child, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
+	rec, err := s.once(ctx, call)
 	if err != nil {
-		err = s.gatewayFailed(ctx, "create recurrence", m.GoID, parentID, err)
 		var r *refusal
 		if errors.As(err, &r) {
 			return fail(r)
 		}
 		return nil, err
 	}
-	if child.ParentID == 0 {
-		child.ParentID = parentID
+	if child == nil { // a repeat answered from the ledger: the child as it is now
+		st, _, err := s.statusFor(ctx, m, rec.PaymentID)
+		if err != nil {
+			var r *refusal
+			if errors.As(err, &r) {
+				return fail(r)
+			}
+			return nil, err
+		}
+		return st, nil
 	}
-	// The child may already be charged: unlike createPayment, a failed
-	// session write must not turn into a failure the e-shop might retry
-	// (and charge twice). Status replies fall back to the parent's session.
-	sess := store.Session{
-		PaymentID: child.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
-		OrderNumber: child.OrderNumber, Amount: child.Amount, Currency: child.Currency,
-		SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
-	}
-	if err := s.store.SaveSession(ctx, sess); err != nil {
-		s.logFor(ctx).Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
-			zap.Int64("payment", child.ID), zap.Int64("parent", parentID), zap.Error(err))
-	}
-	s.logFor(ctx).Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
 	var product *string
 	if found {
 		product = &parent.ProductName

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/legacybridge/soapbridge/restbackend"
 )
@@ -23,12 +24,23 @@ type Merchant struct {
 	// NotificationURL is the e-shop's legacy notification URL (one per
 	// e-shop, not per payment); empty means the e-shop gets none.
 	NotificationURL string `yaml:"notification_url"`
+	// ReplayWindow is how long a repeat of a money-moving call (same
+	// operation, same signed fields) gets the first call's answer instead
+	// of acting again; DefaultReplayWindow when zero. A shop that really
+	// wants two identical partial refunds gives them different
+	// descriptions, which are signed.
+	ReplayWindow time.Duration `yaml:"replay_window"`
 }
+
+// DefaultReplayWindow outlasts any legacy client's retry loop (minutes to
+// hours, a nightly batch at most), and is short enough that a shop
+// repeating an identical call on another day is served.
+const DefaultReplayWindow = 24 * time.Hour
 
 // String never shows the client secret or the secure key.
 func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL)
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v}",
+		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow)
 }
 
 // GoString is String, so %#v does not leak secrets either.
@@ -41,6 +53,9 @@ func (m *Merchant) Normalize() {
 	}
 	if m.Lang == "" {
 		m.Lang = "CS"
+	}
+	if m.ReplayWindow == 0 {
+		m.ReplayWindow = DefaultReplayWindow
 	}
 	m.Currency = strings.ToUpper(m.Currency)
 	m.Lang = strings.ToUpper(m.Lang)
@@ -58,6 +73,9 @@ func (m Merchant) Problems() []restbackend.Problem {
 	}
 	if !letters(m.Lang, 2) {
 		ps = append(ps, restbackend.Problem{Field: "lang", Msg: fmt.Sprintf("language %q is not a 2-letter code", m.Lang)})
+	}
+	if m.ReplayWindow < time.Minute {
+		ps = append(ps, restbackend.Problem{Field: "replay_window", Msg: fmt.Sprintf("replay window %v is under a minute: a client's retry would act again", m.ReplayWindow)})
 	}
 	if m.NotificationURL != "" {
 		if msg := checkNotificationURL(m.NotificationURL); msg != "" {

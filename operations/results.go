@@ -3,11 +3,13 @@ package operations
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
 )
 
 // failedResult is the FAILED reply to ref, signed when a key is known.
@@ -21,22 +23,14 @@ func (s *Service) failedResult(ref sessionRef, desc string) *PaymentResult {
 	return r
 }
 
-// resultOf maps the gateway's operation result onto a signed EPaymentResult.
-// Only FINISHED and ACCEPTED are success; anything else is FAILED, so the
+// recordResult is the signed EPaymentResult of a ledger record about ref:
+// the same reply for the call and for every repeat answered from the
+// ledger. Only FINISHED and ACCEPTED are success (see resultRecord), so the
 // bridge never reports a success it did not get.
-func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *PaymentResult {
-	r := &PaymentResult{PaymentSessionID: ref.PaymentID}
-	switch res.Result {
-	case restbackend.ResultFinished:
-		r.Result = Finished
-	case restbackend.ResultAccepted:
-		r.Result = accepted
-	case restbackend.ResultFailed:
-		r.Result = Failed
-		r.ResultDescription = ptr("the payment gateway answered FAILED")
-	default:
-		r.Result = Failed
-		r.ResultDescription = ptr("the payment gateway answered an unknown result " + strings.ToValidUTF8(res.Result, "?"))
+func (s *Service) recordResult(ref sessionRef, rec store.CallRecord) *PaymentResult {
+	r := &PaymentResult{PaymentSessionID: ref.PaymentID, Result: rec.Result}
+	if rec.Description != "" {
+		r.ResultDescription = ptr(rec.Description)
 	}
 	if err := r.sign(ref.M.SecureKey); err != nil {
 		s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
@@ -45,15 +39,21 @@ func (s *Service) resultOf(ref sessionRef, res *restbackend.Result) *PaymentResu
 }
 
 // sessionAction serves the operations that take an EPaymentSessionInfo
-// part "sessionInfo" and answer an EPaymentResult.
+// part "sessionInfo" and answer an EPaymentResult; each moves money, so it
+// runs once per signed request (see once). do builds the call on payment id.
 func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
-	do func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error)) (*PaymentResult, error) {
+	do func(m Merchant, id int64, c *moneyCall)) (*PaymentResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	ref, r := s.readSessionInfo(in, "sessionInfo")
 	if r != nil {
 		s.refused(ctx, op, ref, r)
 		return s.failedResult(ref, r.desc), nil
 	}
-	res, err := do(ctx, ref.M, *ref.PaymentID)
+	id := *ref.PaymentID
+	c := &moneyCall{op: op, m: ref.M, id: id, fields: PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID))}
+	do(ref.M, id, c)
+	rec, err := s.once(ctx, c)
 	if err != nil {
 		if errors.As(err, &r) {
 			s.refused(ctx, op, ref, r)
@@ -61,39 +61,64 @@ func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
 		}
 		return nil, err
 	}
-	return s.resultOf(ref, res), nil
+	return s.recordResult(ref, rec), nil
 }
 
-// CapturePayment serves capturePayment.
+// CapturePayment serves capturePayment. A lost reply is reconciled by the
+// payment's state: PAID (or refunded since) means captured.
 func (s *Service) CapturePayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "capturePayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.Capture(ctx, m.Credentials(), id, nil)
-		if err != nil {
-			return nil, s.gatewayFailed(ctx, "capture", m.GoID, id, err)
+	return s.sessionAction(ctx, "capturePayment", in, func(m Merchant, id int64, c *moneyCall) {
+		c.act = func(ctx context.Context) (store.CallRecord, error) {
+			res, err := s.gw.Capture(ctx, m.Credentials(), id, nil)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			return resultRecord(id, res), nil
 		}
-		return res, nil
+		c.reconcile = s.stateCheck(m, id,
+			stateIn(restbackend.StatePaid, restbackend.StatePartiallyRefunded, restbackend.StateRefunded),
+			stateIn(restbackend.StateAuthorized, restbackend.StateCanceled, restbackend.StateTimeouted, restbackend.StateCreated))
 	})
 }
 
-// VoidAuthorization serves voidAuthorization.
+// VoidAuthorization serves voidAuthorization. A lost reply is reconciled
+// by the payment's state: CANCELED means voided.
 func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "voidAuthorization", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.VoidAuthorization(ctx, m.Credentials(), id)
-		if err != nil {
-			return nil, s.gatewayFailed(ctx, "void authorization", m.GoID, id, err)
+	return s.sessionAction(ctx, "voidAuthorization", in, func(m Merchant, id int64, c *moneyCall) {
+		c.act = func(ctx context.Context) (store.CallRecord, error) {
+			res, err := s.gw.VoidAuthorization(ctx, m.Credentials(), id)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			return resultRecord(id, res), nil
 		}
-		return res, nil
+		c.reconcile = s.stateCheck(m, id, stateIn(restbackend.StateCanceled),
+			stateIn(restbackend.StateAuthorized, restbackend.StatePaid, restbackend.StateCreated, restbackend.StateTimeouted))
 	})
 }
 
-// VoidRecurrentPayment serves voidRecurrentPayment.
+// VoidRecurrentPayment serves voidRecurrentPayment. A lost reply is
+// reconciled by the recurrence's state: STOPPED means voided.
 func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "voidRecurrentPayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
-		res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
-		if err != nil {
-			return nil, s.gatewayFailed(ctx, "void recurrence", m.GoID, id, err)
+	return s.sessionAction(ctx, "voidRecurrentPayment", in, func(m Merchant, id int64, c *moneyCall) {
+		c.act = func(ctx context.Context) (store.CallRecord, error) {
+			res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			return resultRecord(id, res), nil
 		}
-		return res, nil
+		recState := func(states ...string) func(p *restbackend.Payment) bool {
+			return func(p *restbackend.Payment) bool {
+				for _, st := range states {
+					if p.Recurrence != nil && p.Recurrence.RecurrenceState == st {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		c.reconcile = s.stateCheck(m, id, recState("STOPPED"), recState("STARTED", "REQUESTED"))
 	})
 }
 
@@ -101,43 +126,50 @@ func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*P
 // of the payment. (The overload refundPayment(refundRequest) is
 // RefundPaymentRequest.)
 func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "refundPayment", in, s.refundRest)
+	return s.sessionAction(ctx, "refundPayment", in, func(m Merchant, id int64, c *moneyCall) {
+		c.act = func(ctx context.Context) (store.CallRecord, error) { return s.refundRest(ctx, m, id, c) }
+		c.reconcile = s.refundCheck(m, id, c)
+	})
 }
 
 // RefundPaymentRequest serves refundPayment(refundRequest), a (partial)
 // refund like partiallyRefundPayment.
 func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return s.refundRequest(ctx, "refundPayment", in)
+	return s.refundRequest(ctx, "refundPayment", "refundPayment(refundRequest)", in)
 }
 
 // refundRest refunds what is left of payment id. The legacy form carries no
 // amount: the gateway's status tells the whole amount and, after partial
 // refunds, its refund history what was already returned. The gateway refuses
 // a refund larger than what is left, so the whole amount would fail there.
-func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+// The history read before the POST is also the reconciliation's baseline.
+func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *moneyCall) (store.CallRecord, error) {
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
-		return nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
+		return store.CallRecord{}, err
 	}
 	left := p.Amount
+	var hist []restbackend.Refund
 	switch p.State {
 	case restbackend.StateRefunded:
-		return nil, refuse("payment %d is already refunded in full, nothing left to refund", id)
+		return store.CallRecord{}, refuse("payment %d is already refunded in full, nothing left to refund", id)
 	case restbackend.StatePartiallyRefunded:
-		hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
+		hist, err = s.gw.RefundHistory(ctx, m.Credentials(), id)
 		if err != nil {
-			return nil, s.gatewayFailed(ctx, "refund history", m.GoID, id, err)
+			return store.CallRecord{}, err
 		}
 		done := refundedSum(hist)
 		if left -= done; left <= 0 {
-			return nil, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
+			return store.CallRecord{}, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
+	n, _ := refundsOf(hist, left)
+	c.baseline = fmt.Sprintf("%d:%d", left, n)
 	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
 	if err != nil {
-		return nil, s.gatewayFailed(ctx, "refund", m.GoID, id, err)
+		return store.CallRecord{}, err
 	}
-	return res, nil
+	return resultRecord(id, res), nil
 }
 
 // refundedSum is what the refunds of a history returned: all but the
@@ -145,7 +177,7 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64) (*restba
 func refundedSum(hist []restbackend.Refund) int64 {
 	var sum int64
 	for _, r := range hist {
-		if r.State != restbackend.ResultFailed {
+		if r.State != restbackend.RefundFailed {
 			sum += r.Amount
 		}
 	}
@@ -154,11 +186,14 @@ func refundedSum(hist []restbackend.Refund) int64 {
 
 // PartiallyRefundPayment serves partiallyRefundPayment.
 func (s *Service) PartiallyRefundPayment(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return s.refundRequest(ctx, "partiallyRefundPayment", in)
+	return s.refundRequest(ctx, "partiallyRefundPayment", "partiallyRefundPayment", in)
 }
 
-// refundRequest serves an ERefundRequest.
-func (s *Service) refundRequest(ctx context.Context, op string, in *RefundRequest) (*PaymentResult, error) {
+// refundRequest serves an ERefundRequest of operation op; ledgerOp keeps
+// the two refundPayment forms apart in the ledger.
+func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *RefundRequest) (*PaymentResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var ref sessionRef
 	fail := func(r *refusal) (*PaymentResult, error) {
 		s.refused(ctx, op, ref, r)
@@ -185,46 +220,50 @@ func (s *Service) refundRequest(ctx context.Context, op string, in *RefundReques
 	case currency == "":
 		return fail(refuse("missing refundRequest.currency"))
 	}
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID),
-		formatOptInt(amount), currency, in.Description)...) {
+	fields := RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID), formatOptInt(amount), currency, in.Description)
+	if !Verify(ref.M.SecureKey, in.EncryptedSignature, fields...) {
 		return fail(badSignature("refundRequest"))
 	}
 	if *amount <= 0 {
 		return fail(refuse("refundRequest.amount must be positive"))
 	}
 	m, id := ref.M, *ref.PaymentID
-	// The currency must be the payment's; the bridge's session knows it,
-	// otherwise the gateway's status does.
-	payCurrency := ""
-	sess, found, err := s.sessionOf(ctx, id, 0)
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		payCurrency = sess.Currency
-	} else {
-		p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
+	c := &moneyCall{op: ledgerOp, m: m, id: id, fields: fields}
+	c.act = func(ctx context.Context) (store.CallRecord, error) {
+		// The currency must be the payment's; the bridge's session knows
+		// it, otherwise the gateway's status does.
+		sess, found, err := s.sessionOf(ctx, id, 0)
 		if err != nil {
-			err = s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
-			var r *refusal
-			if errors.As(err, &r) {
-				return fail(r)
-			}
-			return nil, err
+			return store.CallRecord{}, err
 		}
-		payCurrency = p.Currency
+		payCurrency := sess.Currency
+		if !found {
+			p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			payCurrency = p.Currency
+		}
+		if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
+			return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
+		}
+		if c.baseline, err = s.refundBaseline(ctx, m, id, *amount); err != nil {
+			return store.CallRecord{}, err
+		}
+		res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		return resultRecord(id, res), nil
 	}
-	if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
-		return fail(refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency))
-	}
-	res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
+	c.reconcile = s.refundCheck(m, id, c)
+	rec, err := s.once(ctx, c)
 	if err != nil {
-		err = s.gatewayFailed(ctx, "refund", m.GoID, id, err)
 		var r *refusal
 		if errors.As(err, &r) {
 			return fail(r)
 		}
 		return nil, err
 	}
-	return s.resultOf(ref, res), nil
+	return s.recordResult(ref, rec), nil
 }

@@ -35,7 +35,13 @@ type Config struct {
 	DefaultGoID int64
 	Gateway     *restbackend.Client
 	Store       store.Store
-	Logger      *zap.Logger
+	// Ledger records money-moving calls (default: Store's).
+	Ledger store.Ledger
+	// CallDeadline bounds every legacy call as a whole (DefaultCallDeadline
+	// when zero); it must exceed the gateway client's REST timeout, or no
+	// money-moving POST could start.
+	CallDeadline time.Duration
+	Logger       *zap.Logger
 	// PublicURL is the bridge's absolute public base URL; the gateway's
 	// return and notification callbacks point under it.
 	PublicURL string
@@ -53,12 +59,14 @@ type Service struct {
 	defaultGoID int64
 	gw          *restbackend.Client
 	store       store.Store
+	ledger      store.Ledger
 	log         *zap.Logger
 	publicURL   string
 	out         *outbox
 
-	methods methodCache
-	now     func() time.Time
+	methods      methodCache
+	now          func() time.Time
+	callDeadline time.Duration
 }
 
 // New validates cfg and returns a Service. Error messages name the faulty
@@ -68,11 +76,27 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("operations: no merchant configured")
 	}
 	s := &Service{
-		merchants: make(map[int64]Merchant, len(cfg.Merchants)),
-		gw:        cfg.Gateway,
-		store:     cfg.Store,
-		log:       cfg.Logger,
-		now:       cfg.Now,
+		merchants:    make(map[int64]Merchant, len(cfg.Merchants)),
+		gw:           cfg.Gateway,
+		store:        cfg.Store,
+		ledger:       cfg.Ledger,
+		log:          cfg.Logger,
+		now:          cfg.Now,
+		callDeadline: cfg.CallDeadline,
+	}
+	if s.gw == nil {
+		return nil, errors.New("operations: no gateway client")
+	}
+	switch rest := s.gw.Timeout(); {
+	case s.callDeadline > rest:
+	case s.callDeadline > 0:
+		return nil, fmt.Errorf("operations: call deadline %v must be longer than the REST timeout %v: no money-moving POST could start", s.callDeadline, rest)
+	case DefaultCallDeadline > rest:
+		s.callDeadline = DefaultCallDeadline
+	default:
+		// A long REST timeout: room for the reads before a POST and the
+		// reconciliation after it.
+		s.callDeadline = rest + DefaultCallDeadline/2
 	}
 	for i, m := range cfg.Merchants {
 		m.Normalize()
@@ -95,6 +119,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.store == nil {
 		return nil, errors.New("operations: no store")
+	}
+	if s.ledger == nil {
+		s.ledger = s.store
 	}
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

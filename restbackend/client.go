@@ -102,6 +102,10 @@ func New(cfg Config) *Client {
 	return c
 }
 
+// Timeout is the REST timeout of one call (Config.Timeout or its default):
+// a call that acts starts only with this much of its context left.
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
 // apiRoot appends "/api" to a gateway URL that lacks it, as the official
 // clients do, so both "https://gate.gopay.cz" and ".../api" work.
 func apiRoot(u string) string {

@@ -212,6 +212,14 @@ type Result struct {
 	Result string `json:"result"`
 }
 
+// States of a refund in the refund history (not the operation results:
+// the history says SUCCESS where a refund call answered FINISHED).
+const (
+	RefundSucceeded = "SUCCESS"
+	RefundRequested = "REQUESTED"
+	RefundFailed    = "FAILED"
+)
+
 // Refund is one entry of a payment's refund history
 // (GET /payments/payment/{id}/refunds; not in the specification, the
 // official client libraries offer it).
@@ -219,7 +227,7 @@ type Refund struct {
 	ID             int64  `json:"id"`
 	Amount         int64  `json:"amount"`
 	Currency       string `json:"currency,omitempty"`
-	State          string `json:"state"` // SUCCESS, FAILED or REQUESTED
+	State          string `json:"state"` // RefundSucceeded, RefundFailed or RefundRequested
 	DateRequested  string `json:"date_requested,omitempty"`
 	DateLastChange string `json:"date_last_change,omitempty"`
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
 	"github.com/legacybridge/soapbridge/wsdl"
 )
 
@@ -38,7 +39,15 @@ type Config struct {
 	ReadTimeout      time.Duration `yaml:"read_timeout"`
 	WriteTimeout     time.Duration `yaml:"write_timeout"`
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`
-	ShutdownTimeout  time.Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout  time.Duration `yaml:"shutdown_timeout"` // 0: CallDeadline + shutdownMargin
+	CallDeadline     time.Duration `yaml:"call_deadline"`    // whole SOAP call or browser flow
+	RESTTimeout      time.Duration `yaml:"rest_timeout"`     // one gateway call
+	PurgeInterval    time.Duration `yaml:"purge_interval"`   // how often old rows are purged; 0 never
+	// Retention of finished rows (store.Retention); 0 keeps the default.
+	RetainDelivered  time.Duration `yaml:"retain_delivered"`
+	RetainDead       time.Duration `yaml:"retain_dead"`
+	RetainLedger     time.Duration `yaml:"retain_ledger"`
+	RetainSessions   time.Duration `yaml:"retain_sessions"`
 	GatewayURL       string        `yaml:"gateway_url"`
 	Sandbox          *bool         `yaml:"sandbox"` // nil: not set, the sandbox only for the demo (sandbox.go)
 	SandboxListen    string        `yaml:"sandbox_listen"`
@@ -74,6 +83,21 @@ var demoMerchant = Merchant{
 	Lang:      "CS",
 }
 
+// Deadlines. A legacy client waits for a reply about 60 s at most (PHP's
+// default_socket_timeout, the bridge's own write timeout), and a shop page
+// that calls the bridge often runs under PHP's max_execution_time of 30 s:
+// 25 s answers before both give up. A gateway call gets 10 s (its replies
+// take well under a second), so a POST still fits after the reads that
+// precede it, and a lost reply leaves time to reconcile before answering.
+const (
+	defaultCallDeadline = 25 * time.Second
+	defaultRESTTimeout  = 10 * time.Second
+	// shutdownMargin is added to the call deadline for the default
+	// shutdown timeout: a call that started just before SIGTERM ends by its
+	// deadline, and its reply still has to be written.
+	shutdownMargin = 5 * time.Second
+)
+
 func defaultConfig() Config {
 	return Config{
 		Listen:           ":8080",
@@ -87,7 +111,9 @@ func defaultConfig() Config {
 		ReadTimeout:      30 * time.Second,
 		WriteTimeout:     60 * time.Second,
 		IdleTimeout:      120 * time.Second,
-		ShutdownTimeout:  20 * time.Second,
+		CallDeadline:     defaultCallDeadline,
+		RESTTimeout:      defaultRESTTimeout,
+		PurgeInterval:    time.Hour,
 		SandboxListen:    "127.0.0.1:8090",
 		Database:         "soapbridge.db",
 		LogLevel:         "info",
@@ -182,7 +208,14 @@ var settings = []setting{
 	durOpt("read-timeout", "time to read a whole request", func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durOpt("write-timeout", "time to handle a request and write its reply", func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	durOpt("idle-timeout", "keep-alive time of an idle connection", func(c *Config) *time.Duration { return &c.IdleTimeout }),
-	durOpt("shutdown-timeout", "time in-flight requests get to finish on SIGTERM/SIGINT", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	durOpt("shutdown-timeout", "time in-flight requests get to finish on SIGTERM/SIGINT; at least the call deadline (default: call deadline + 5s)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	durOpt("call-deadline", "deadline of a whole SOAP call or browser flow; under the write timeout, over the REST timeout", func(c *Config) *time.Duration { return &c.CallDeadline }),
+	durOpt("rest-timeout", "timeout of one REST gateway call; a money-moving POST starts only with this much of the call deadline left", func(c *Config) *time.Duration { return &c.RESTTimeout }),
+	durOpt("purge-interval", "how often delivered/dead notifications, ledger entries and sessions past retention are purged (0: never)", func(c *Config) *time.Duration { return &c.PurgeInterval }),
+	durOpt("retain-delivered", "retention of delivered notifications (dedupe horizon; default 720h, at least 168h)", func(c *Config) *time.Duration { return &c.RetainDelivered }),
+	durOpt("retain-dead", "retention of notifications given up on (default 2160h, at least 168h)", func(c *Config) *time.Duration { return &c.RetainDead }),
+	durOpt("retain-ledger", "retention of ledger entries of money-moving calls (default 720h, at least the longest replay window)", func(c *Config) *time.Duration { return &c.RetainLedger }),
+	durOpt("retain-sessions", "retention of payment sessions (default 9600h = 400 days, at least 366 days: refunds of old payments need them)", func(c *Config) *time.Duration { return &c.RetainSessions }),
 	strOpt("gateway-url", "REST gateway base URL (e.g. https://gw.sandbox.gopay.com/api); required once a merchant is configured, "+
 		"unless -sandbox. Without it and without any merchant setting, the demo runs on the embedded sandbox", func(c *Config) *string { return &c.GatewayURL }),
 	{flag: "sandbox", isBool: true,
@@ -404,9 +437,7 @@ func (c *Config) validate() error {
 	if c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
 		bad("timeouts must not be negative (0 means none)")
 	}
-	if c.ShutdownTimeout <= 0 {
-		bad("shutdown timeout must be positive %s", keys("shutdown-timeout"))
-	}
+	c.checkDeadlines(bad)
 	errs = append(errs, c.checkSandboxChoice()...)
 	if c.GatewayURL != "" {
 		if err := checkHTTPURL(c.GatewayURL, false); err != nil {
@@ -464,6 +495,13 @@ func (c *Config) validate() error {
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {
 		bad("default goid %d is not a configured merchant %s", c.DefaultGoID, keys("default-goid"))
 	}
+	var window time.Duration
+	for _, m := range c.Merchants {
+		window = max(window, m.ReplayWindow)
+	}
+	if err := c.Retention().Validate(window); err != nil {
+		bad("retention: %s", strings.TrimPrefix(err.Error(), "store: "))
+	}
 	return errors.Join(errs...)
 }
 
@@ -476,6 +514,44 @@ func keys(flag string) string {
 		}
 	}
 	panic("keys: no setting " + flag)
+}
+
+// checkDeadlines checks the call deadline against the timeouts around it
+// and fills the default shutdown timeout.
+func (c *Config) checkDeadlines(bad func(string, ...any)) {
+	if c.CallDeadline <= 0 || c.RESTTimeout <= 0 {
+		bad("call deadline and REST timeout must be positive")
+		return
+	}
+	if c.WriteTimeout > 0 && c.CallDeadline >= c.WriteTimeout {
+		bad("call deadline %v must be shorter than the write timeout %v: the reply must be written before the connection is cut", c.CallDeadline, c.WriteTimeout)
+	}
+	if c.CallDeadline <= c.RESTTimeout {
+		bad("call deadline %v must be longer than the REST timeout %v: a money-moving POST starts only with the REST timeout left, so no capture or refund could ever be made", c.CallDeadline, c.RESTTimeout)
+	}
+	switch {
+	case c.ShutdownTimeout == 0:
+		c.ShutdownTimeout = c.CallDeadline + shutdownMargin
+	case c.ShutdownTimeout < c.CallDeadline:
+		bad("shutdown timeout %v is shorter than the call deadline %v: SIGTERM would cut calls in flight (a capture could happen with no reply to the e-shop)", c.ShutdownTimeout, c.CallDeadline)
+	}
+	if c.PurgeInterval < 0 {
+		bad("purge interval must not be negative (0: never purge)")
+	}
+}
+
+// Retention is the store retention of c: store.DefaultRetention for what
+// c leaves at 0.
+func (c *Config) Retention() store.Retention {
+	r := store.DefaultRetention()
+	for _, f := range []struct{ dst, src *time.Duration }{
+		{&r.Delivered, &c.RetainDelivered}, {&r.Dead, &c.RetainDead}, {&r.Ledger, &c.RetainLedger}, {&r.Sessions, &c.RetainSessions},
+	} {
+		if *f.src != 0 {
+			*f.dst = *f.src
+		}
+	}
+	return r
 }
 
 // checkHTTPURL accepts an absolute http(s) URL; a query only when
@@ -494,5 +570,5 @@ func checkHTTPURL(s string, withQuery bool) error {
 // merchantEnv names the variable of each merchant setting, for messages.
 var merchantEnvByKey = map[string]string{
 	"goid": envGoID, "client_id": envClientID, "client_secret": envClientSecret, "secure_key": envSecureKey,
-	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL,
+	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL, "replay_window": "config file only",
 }

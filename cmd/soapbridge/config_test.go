@@ -5,16 +5,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// day is the default replay window of a merchant.
+const day = operations.DefaultReplayWindow
 
 // Secrets used by the config tests; no error text may contain them.
 const (
@@ -48,7 +54,7 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 	assert.Empty(t, cfg.GatewayURL)
 	assert.True(t, cfg.Demo)
 	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8123456789, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
-		SecureKey: "DemoSecureKey-0123456789", Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
+		SecureKey: "DemoSecureKey-0123456789", Currency: "CZK", Lang: "CS", ReplayWindow: day}}, cfg.Merchants)
 }
 
 func TestConfigDemoMerchantFromEnv(t *testing.T) {
@@ -60,7 +66,7 @@ func TestConfigDemoMerchantFromEnv(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, cfg.Demo)
 	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
-		SecureKey: cfgKey, Currency: "EUR", Lang: "EN", NotificationURL: "https://shop.example/notify.php?x=1"}}, cfg.Merchants)
+		SecureKey: cfgKey, Currency: "EUR", Lang: "EN", NotificationURL: "https://shop.example/notify.php?x=1", ReplayWindow: day}}, cfg.Merchants)
 }
 
 func TestConfigPrecedence(t *testing.T) {
@@ -124,9 +130,9 @@ merchants:
 	assert.Equal(t, "https://bridge.example", cfg.PublicURL)
 	assert.Equal(t, int64(8000000002), cfg.DefaultGoID)
 	assert.Equal(t, []Merchant{
-		{Account: restbackend.Account{GoID: 8000000001, ClientID: "one", ClientSecret: cfgSecret + "-1"}, SecureKey: cfgKey + "-1", Currency: "CZK", Lang: "CS"},
+		{Account: restbackend.Account{GoID: 8000000001, ClientID: "one", ClientSecret: cfgSecret + "-1"}, SecureKey: cfgKey + "-1", Currency: "CZK", Lang: "CS", ReplayWindow: day},
 		{Account: restbackend.Account{GoID: 8000000002, ClientID: "two", ClientSecret: cfgSecret + "-2"}, SecureKey: cfgKey + "-2", Currency: "EUR", Lang: "SK",
-			NotificationURL: "https://shop2.example/notify"},
+			NotificationURL: "https://shop2.example/notify", ReplayWindow: day},
 	}, cfg.Merchants)
 
 	// A goid not in the file adds a merchant defined by the environment.
@@ -136,7 +142,7 @@ merchants:
 	}), &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Len(t, cfg.Merchants, 3)
-	assert.Equal(t, Merchant{Account: restbackend.Account{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}, cfg.Merchants[2])
+	assert.Equal(t, Merchant{Account: restbackend.Account{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS", ReplayWindow: day}, cfg.Merchants[2])
 }
 
 func TestConfigSingleMerchantByEnv(t *testing.T) {
@@ -147,7 +153,7 @@ func TestConfigSingleMerchantByEnv(t *testing.T) {
 	}), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.False(t, cfg.Demo)
-	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS"}}, cfg.Merchants)
+	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS", ReplayWindow: day}}, cfg.Merchants)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -211,6 +217,16 @@ merchants:
 		{name: "bad log format", args: []string{"-log-format", "xml"}, want: `log format: "xml"`},
 		{name: "unknown flag", args: []string{"-client-secret", cfgSecret}, want: "-client-secret is not a setting (merchant settings are not flags"},
 		{name: "positional argument", args: []string{"serve"}, want: `unexpected argument "serve"`},
+		{name: "deadline over write timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "70s"), want: "call deadline 1m10s must be shorter than the write timeout 1m0s"},
+		{name: "deadline under REST timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "8s"), want: "call deadline 8s must be longer than the REST timeout 10s: a money-moving POST starts only with the REST timeout left"},
+		{name: "REST timeout over deadline", args: []string{"-rest-timeout", "30s"}, env: gateway, want: "must be longer than the REST timeout 30s"},
+		{name: "shutdown shorter than deadline", env: with("SOAPBRIDGE_SHUTDOWN_TIMEOUT", "20s"), want: "shutdown timeout 20s is shorter than the call deadline 25s"},
+		{name: "zero deadline", env: with("SOAPBRIDGE_CALL_DEADLINE", "0s"), want: "call deadline and REST timeout must be positive"},
+		{name: "ledger retention under replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 800h}\n",
+			want: "retention: retention of the ledger 720h0m0s is under the longest replay window 800h0m0s"},
+		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
+			want: "replay window 1s is under a minute"},
+		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,6 +243,26 @@ merchants:
 			}
 		})
 	}
+}
+
+// The deadlines fit together by default: a POST fits in the call deadline,
+// the reply is written before the write timeout, and SIGTERM waits for a
+// call in flight.
+func TestConfigDeadlineDefaults(t *testing.T) {
+	cfg, err := loadConfig(nil, envOf(nil), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 25*time.Second, cfg.CallDeadline)
+	assert.Equal(t, 10*time.Second, cfg.RESTTimeout)
+	assert.Greater(t, cfg.CallDeadline, cfg.RESTTimeout)
+	assert.Less(t, cfg.CallDeadline, cfg.WriteTimeout)
+	assert.Equal(t, 30*time.Second, cfg.ShutdownTimeout, "deadline + margin")
+	assert.Equal(t, store.DefaultRetention(), cfg.Retention())
+	assert.Equal(t, operations.DefaultReplayWindow, cfg.Merchants[0].ReplayWindow)
+
+	cfg, err = loadConfig([]string{"-call-deadline", "40s", "-retain-ledger", "1000h"}, envOf(nil), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 45*time.Second, cfg.ShutdownTimeout)
+	assert.Equal(t, 1000*time.Hour, cfg.Retention().Ledger)
 }
 
 func TestConfigReportsAllProblems(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -172,10 +173,17 @@ func decodeMerchants(n *yaml.Node) ([]Merchant, error) {
 				continue
 			}
 			f := rv.FieldByIndex(idx)
-			switch f.Kind() {
-			case reflect.String:
+			switch {
+			case f.Type() == reflect.TypeFor[time.Duration]():
+				d, err := time.ParseDuration(strings.TrimSpace(val))
+				if err != nil {
+					bad("%s: `%s` is not a duration, write e.g. `24h`", k.Value, val)
+					continue
+				}
+				f.SetInt(int64(d))
+			case f.Kind() == reflect.String:
 				f.SetString(val)
-			case reflect.Int, reflect.Int64:
+			case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 				n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 				if err != nil {
 					bad("%s: `%s` is not an integer", k.Value, val)

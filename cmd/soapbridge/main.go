@@ -139,10 +139,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			Logger:       log.Named("gateway"),
 			UserAgent:    "soapbridge",
 			MaxIdleConns: cfg.RESTMaxIdleConns,
+			Timeout:      cfg.RESTTimeout,
 		}),
-		Store:     st,
-		Logger:    log.Named("operations"),
-		PublicURL: publicURL,
+		CallDeadline: cfg.CallDeadline,
+		Store:        st,
+		Logger:       log.Named("operations"),
+		PublicURL:    publicURL,
 	})
 	if err != nil {
 		return err
@@ -172,11 +174,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// notifications enqueued by the last requests are still picked up.
 	closers = append(closers, func() { stopOutbox(); outboxDone.Wait() })
 
+	if cfg.PurgeInterval > 0 {
+		purgeCtx, stopPurge := context.WithCancel(context.WithoutCancel(ctx))
+		var purgeDone sync.WaitGroup
+		purgeDone.Go(func() { runPurge(purgeCtx, st, cfg.PurgeInterval, cfg.Retention(), log.Named("retention")) })
+		closers = append(closers, func() { stopPurge(); purgeDone.Wait() })
+	}
+
 	srv := newHTTPServer(cfg, e, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
 	log.Info("listening",
+		zap.Duration("call_deadline", cfg.CallDeadline),
+		zap.Duration("rest_timeout", cfg.RESTTimeout),
+		zap.Duration("shutdown_timeout", cfg.ShutdownTimeout),
 		zap.String("addr", ln.Addr().String()),
 		zap.String("soap_path", cfg.SOAPPath),
 		zap.String("wsdl", publicURL+cfg.SOAPPath+"?wsdl"),
@@ -199,6 +211,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// runPurge deletes rows past their retention every interval until ctx
+// ends, the first time shortly after start. Every replica may run it: the
+// deletes are batched and idempotent, so two replicas purging at once only
+// share the work.
+func runPurge(ctx context.Context, st store.Store, every time.Duration, r store.Retention, log *zap.Logger) {
+	wait := min(every, time.Minute) // soon after start, so a long interval still purges at every restart
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = every
+		n, err := st.Purge(ctx, time.Now(), r)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("purge failed; trying again at the next interval", zap.Error(err))
+			}
+			continue
+		}
+		log.Info("purged rows past retention", zap.Int64("delivered", n.Delivered), zap.Int64("dead", n.Dead),
+			zap.Int64("ledger", n.Ledger), zap.Int64("sessions", n.Sessions))
+	}
 }
 
 // sandboxServer is the embedded sandbox gateway on its own listener.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -37,8 +38,23 @@ func newEcho(cfg Config, log *zap.Logger) *echo.Echo {
 			},
 		}),
 		bodyLimit(cfg.MaxBodyBytes, cfg.SOAPPath),
+		withDeadline(cfg.CallDeadline),
 	)
 	return e
+}
+
+// withDeadline bounds every request by the call deadline. The SOAP handler
+// and the core's money-moving calls detach from the client's connection
+// and set the same deadline again, so a hang-up cannot cut a POST short.
+func withDeadline(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			defer cancel()
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
 }
 
 // newHTTPServer wraps h with the configured timeouts.

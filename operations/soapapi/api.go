@@ -209,8 +209,11 @@ func (a *API) Handler() echo.HandlerFunc {
 		}
 		// A client that hangs up must not cut a gateway call short: a
 		// POST aborted midway has an unknown outcome, and the session write
-		// after it must still happen. The REST client's timeout bounds it.
-		resp, err := a.Invoke(context.WithoutCancel(ctx), call)
+		// after it must still happen. The call deadline bounds the whole
+		// call instead: no POST starts unless it can end before it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
+		defer cancel()
+		resp, err := a.Invoke(cctx, call)
 		if err != nil {
 			var f *soapenc.Fault
 			if !errors.As(err, &f) {

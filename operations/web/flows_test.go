@@ -528,7 +528,9 @@ func TestFlowURLsGolden(t *testing.T) {
 	paid := env.create(t, order, success, failed)
 	require.Equal(t, int64(3000000001), paid)
 	require.NoError(t, env.sb.Act(ctx, paid, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
-	canceled := env.create(t, order, success, failed)
+	// Another price: the same signed command again would be a repeat,
+	// answered with the first payment (the ledger).
+	canceled := env.create(t, order, success, failed, "totalPrice", "12800")
 	require.NoError(t, env.sb.Act(ctx, canceled, sandbox.Action{Do: sandbox.ActCancel}))
 	location := func(id int64) string {
 		resp := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(id))

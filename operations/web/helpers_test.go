@@ -49,6 +49,17 @@ func unitConfig() operations.Config {
 			SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
 		Store:     &memStore{},
+		Ledger:    memLedger(),
 		PublicURL: "https://bridge.example",
 	}
+}
+
+// memLedger is a private in-memory SQLite store standing for the ledger of
+// money-moving calls (createPayment of pay-base-v2 runs under it).
+func memLedger() store.Ledger {
+	st, err := store.Open(context.Background(), ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	return st
 }

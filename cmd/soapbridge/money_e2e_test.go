@@ -1,0 +1,424 @@
+package main
+
+// Money safety through the running binary: bridge → fault proxy → sandbox
+// gateway (in process, so the test reads its state directly). Times are
+// scaled down by configuration (REST timeout, call deadline) so the suite
+// runs in seconds; the order of events is what is checked.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/beevik/etree"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/internal/faultproxy"
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/restbackend/sandbox"
+)
+
+// moneyEnv is a bridge whose gateway is the sandbox behind a fault proxy.
+type moneyEnv struct {
+	t     *testing.T
+	b     *bridgeProc
+	sb    *sandbox.Gateway
+	proxy *faultproxy.Proxy
+	gw    *restbackend.Client // straight to the sandbox, for setup and state
+	cr    restbackend.Credentials
+
+	mu    sync.Mutex
+	posts []time.Time // when each payment POST reached the sandbox
+}
+
+func newMoneyEnv(t *testing.T, restTimeout, deadline string) *moneyEnv {
+	t.Helper()
+	e := &moneyEnv{t: t, cr: restbackend.Credentials{ClientID: demoClientID, ClientSecret: demoClientSecret}}
+	e.sb = sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: 8123456789,
+		ClientID: demoClientID, ClientSecret: demoClientSecret}}}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/payments/") {
+			e.mu.Lock()
+			e.posts = append(e.posts, time.Now())
+			e.mu.Unlock()
+		}
+		e.sb.ServeHTTP(w, r)
+	}))
+	e.proxy = faultproxy.New(srv.URL)
+	t.Cleanup(func() { e.proxy.Close(); srv.Close(); e.sb.Close() })
+	e.gw = restbackend.New(restbackend.Config{BaseURL: srv.URL})
+	e.b = startBridge(t, withEnv("SOAPBRIDGE_GATEWAY_URL="+e.proxy.URL()+"/api",
+		"SOAPBRIDGE_REST_TIMEOUT="+restTimeout, "SOAPBRIDGE_CALL_DEADLINE="+deadline))
+	return e
+}
+
+func (e *moneyEnv) postsAfter(t time.Time) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, p := range e.posts {
+		if p.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// payment creates a paid (or authorized) payment straight at the sandbox.
+func (e *moneyEnv) payment(kind string) int64 {
+	e.t.Helper()
+	req := &restbackend.PaymentRequest{Target: restbackend.Target{Type: "ACCOUNT", GoID: 8123456789}, Amount: 10000, Currency: "CZK",
+		OrderNumber: fmt.Sprintf("M-%d", time.Now().UnixNano()), Items: []restbackend.Item{{Type: "ITEM", Name: "Zboží", Amount: 10000, Count: 1}},
+		Callback: &restbackend.Callback{ReturnURL: e.b.URL + "/callback/return", NotificationURL: e.b.URL + "/callback/notify"}}
+	switch kind {
+	case "preauth":
+		req.Preauthorization = true
+	case "recurrent":
+		req.Recurrence = &restbackend.Recurrence{RecurrenceCycle: restbackend.CycleOnDemand, RecurrenceDateTo: "2099-12-31"}
+	}
+	p, err := e.gw.CreatePayment(context.Background(), e.cr, req)
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.sb.Act(context.Background(), p.ID, sandbox.Action{Do: sandbox.ActPay, Instrument: restbackend.InstrumentPaymentCard}))
+	return p.ID
+}
+
+func (e *moneyEnv) status(id int64) *restbackend.Payment {
+	p, err := e.gw.PaymentStatus(context.Background(), e.cr, id)
+	var ae *restbackend.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return nil
+	}
+	require.NoError(e.t, err)
+	return p
+}
+
+func (e *moneyEnv) refunds(id int64) int {
+	h, err := e.gw.RefundHistory(context.Background(), e.cr, id)
+	require.NoError(e.t, err)
+	return len(h)
+}
+
+// existing counts the payments among ids after from (the sandbox numbers
+// them in order).
+func (e *moneyEnv) existing(from int64, n int) int {
+	c := 0
+	for i := int64(1); i <= int64(n); i++ {
+		if e.status(from+i) != nil {
+			c++
+		}
+	}
+	return c
+}
+
+// answer is what a legacy client got: the result (or "fault: …").
+type answer struct {
+	result, desc, fault string
+	id                  string
+	elapsed             time.Duration
+}
+
+func (a answer) String() string {
+	if a.fault != "" {
+		return "fault: " + a.fault
+	}
+	return a.result
+}
+
+func (a answer) success() bool {
+	return a.result == "FINISHED" || a.result == "ACCEPTED" || a.result == "CALL_COMPLETED"
+}
+
+// soap posts one operation as PHP SoapClient words it.
+func (e *moneyEnv) soap(op, body string) answer {
+	e.t.Helper()
+	env := `<?xml version="1.0" encoding="UTF-8"?>` +
+		`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
+		`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+		`xmlns:ns2="http://gate.gopay.cz/ws" xmlns:xsd="http://www.w3.org/2001/XMLSchema" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
+		`<SOAP-ENV:Body><ns1:` + op + `>` + body + `</ns1:` + op + `></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+	req, err := http.NewRequest(http.MethodPost, e.b.SOAPURL, strings.NewReader(env))
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+	req.Header.Set("SOAPAction", `""`)
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	a := answer{elapsed: time.Since(start)}
+	doc := etree.NewDocument()
+	require.NoError(e.t, doc.ReadFromBytes(raw), "%s", raw)
+	if f := doc.FindElement("//faultstring"); f != nil {
+		a.fault = f.Text()
+		return a
+	}
+	text := func(n string) string {
+		if el := doc.FindElement("//" + n); el != nil {
+			return el.Text()
+		}
+		return ""
+	}
+	a.result, a.desc, a.id = text("result"), text("resultDescription"), text("paymentSessionId")
+	return a
+}
+
+func str(n, v string) string { return `<` + n + ` xsi:type="SOAP-ENC:string">` + v + `</` + n + `>` }
+func long(n, v string) string {
+	return `<` + n + ` xsi:type="SOAP-ENC:long">` + v + `</` + n + `>`
+}
+
+func sign(t *testing.T, fields ...string) string {
+	sig, err := operations.Sign(demoSecureKey, fields...)
+	require.NoError(t, err)
+	return sig
+}
+
+func sessionInfoBody(t *testing.T, id int64) string {
+	ids := operations.FormatInt(id)
+	return `<sessionInfo xsi:type="ns2:EPaymentSessionInfo">` + str("encryptedSignature", sign(t, operations.PaymentSessionFields(demoGoID, ids)...)) +
+		long("paymentSessionId", ids) + long("targetGoId", demoGoID) + `</sessionInfo>`
+}
+
+func refundRequestBody(t *testing.T, id, amount int64, desc string) string {
+	ids, am := operations.FormatInt(id), operations.FormatInt(amount)
+	return `<refundRequest xsi:type="ns2:ERefundRequest">` + long("amount", am) + str("currency", "CZK") + str("description", desc) +
+		str("encryptedSignature", sign(t, operations.RefundRequestFields(demoGoID, ids, am, "CZK", desc)...)) +
+		long("paymentSessionId", ids) + long("targetGoId", demoGoID) + `</refundRequest>`
+}
+
+// moneyOps: every money-moving operation, the kind of payment it needs,
+// its SOAP call, and how many times the money moved (read at the sandbox).
+var moneyOps = []struct {
+	name, path, kind string
+	call             func(e *moneyEnv, id int64) answer
+	moves            func(e *moneyEnv, id int64) int
+}{
+	{"capturePayment", "/api/payments/payment/*/capture", "preauth",
+		func(e *moneyEnv, id int64) answer { return e.soap("capturePayment", sessionInfoBody(e.t, id)) },
+		func(e *moneyEnv, id int64) int { return b2i(e.status(id).State == restbackend.StatePaid) }},
+	{"voidAuthorization", "/api/payments/payment/*/void-authorization", "preauth",
+		func(e *moneyEnv, id int64) answer { return e.soap("voidAuthorization", sessionInfoBody(e.t, id)) },
+		func(e *moneyEnv, id int64) int { return b2i(e.status(id).State == restbackend.StateCanceled) }},
+	{"voidRecurrentPayment", "/api/payments/payment/*/void-recurrence", "recurrent",
+		func(e *moneyEnv, id int64) answer { return e.soap("voidRecurrentPayment", sessionInfoBody(e.t, id)) },
+		func(e *moneyEnv, id int64) int { return b2i(e.status(id).Recurrence.RecurrenceState == "STOPPED") }},
+	{"refundPayment(sessionInfo)", "/api/payments/payment/*/refund", "plain",
+		func(e *moneyEnv, id int64) answer { return e.soap("refundPayment", sessionInfoBody(e.t, id)) },
+		func(e *moneyEnv, id int64) int { return e.refunds(id) }},
+	{"refundPayment(refundRequest)", "/api/payments/payment/*/refund", "plain",
+		func(e *moneyEnv, id int64) answer {
+			return e.soap("refundPayment", refundRequestBody(e.t, id, 3000, "vrácení"))
+		},
+		func(e *moneyEnv, id int64) int { return e.refunds(id) }},
+	{"partiallyRefundPayment", "/api/payments/payment/*/refund", "plain",
+		func(e *moneyEnv, id int64) answer {
+			return e.soap("partiallyRefundPayment", refundRequestBody(e.t, id, 3000, "část"))
+		},
+		func(e *moneyEnv, id int64) int { return e.refunds(id) }},
+	{"createRecurrentPayment", "/api/payments/payment/*/create-recurrence", "recurrent",
+		func(e *moneyEnv, id int64) answer {
+			ids, order := operations.FormatInt(id), "R-"+operations.FormatInt(id)
+			return e.soap("createRecurrentPayment", `<recurrenceRequest xsi:type="ns2:ERecurrenceRequest">`+
+				str("encryptedSignature", sign(e.t, operations.RecurrenceRequestFields(ids, demoGoID, order, "500")...))+
+				str("orderNumber", order)+long("parentPaymentSessionId", ids)+long("targetGoId", demoGoID)+long("totalPrice", "500")+
+				`</recurrenceRequest>`)
+		},
+		func(e *moneyEnv, id int64) int { return e.existing(id, 2) }},
+	{"createPayment", "/api/payments/payment", "",
+		func(e *moneyEnv, id int64) answer {
+			order := "C-" + operations.FormatInt(id)
+			f := func() *bool { b := false; return &b }
+			sig := sign(e.t, operations.PaymentCommandFields{TargetGoID: demoGoID, ProductName: "Kniha", TotalPrice: "12900", Currency: "CZK",
+				OrderNumber: order, FailedURL: "https://shop.example/ko", SuccessURL: "https://shop.example/ok",
+				PreAuthorization: operations.FormatBool(f()), RecurrentPayment: operations.FormatBool(f()), PaymentChannels: ""}.Fields()...)
+			return e.soap("createPayment", `<paymentCommand xsi:type="ns2:EPaymentCommand">`+str("currency", "CZK")+
+				str("encryptedSignature", sig)+str("failedURL", "https://shop.example/ko")+str("orderNumber", order)+
+				`<preAuthorization xsi:type="xsd:boolean">false</preAuthorization>`+str("productName", "Kniha")+
+				`<recurrentPayment xsi:type="xsd:boolean">false</recurrentPayment>`+str("successURL", "https://shop.example/ok")+
+				long("targetGoId", demoGoID)+long("totalPrice", "12900")+`</paymentCommand>`)
+		},
+		// id is the last payment before the call: the new ones follow it.
+		func(e *moneyEnv, id int64) int { return e.existing(id, 2) }},
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var moneyFaults = []faultproxy.Fault{faultproxy.ResetBefore, faultproxy.ResetAfter, faultproxy.ServerErrorBefore,
+	faultproxy.BadGatewayAfter, faultproxy.Delay, faultproxy.Truncate, faultproxy.Malformed, faultproxy.WrongID, faultproxy.Hang}
+
+// TestMoneyFaultMatrix: every money-moving operation × every gateway fault,
+// then the same signed call again with the fault removed. Never a success
+// the gateway did not perform, never a POST forwarded twice, money moved at
+// most once, and (where the outcome can be read back) exactly once.
+func TestMoneyFaultMatrix(t *testing.T) {
+	e := newMoneyEnv(t, "600ms", "3s")
+	var table strings.Builder
+	fmt.Fprintf(&table, "\n%-30s %-13s %-58s %-58s %5s %5s\n", "operation", "fault", "first answer", "retry answer", "POSTs", "moves")
+	doubles := 0
+	for _, op := range moneyOps {
+		for _, fault := range moneyFaults {
+			t.Run(op.name+"/"+fault.String(), func(t *testing.T) {
+				e.t = t
+				var id int64
+				if op.kind == "" {
+					id = e.payment("plain") // the last id before the create
+				} else {
+					id = e.payment(op.kind)
+				}
+				before := e.proxy.Forwarded(http.MethodPost, op.path)
+				e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: op.path, Fault: fault, Times: 1, Delay: 900 * time.Millisecond})
+				first := op.call(e, id)
+				e.proxy.Clear()
+				movedFirst := op.moves(e, id)
+				retry := op.call(e, id)
+				posts := e.proxy.Forwarded(http.MethodPost, op.path) - before
+				moves := op.moves(e, id)
+				fmt.Fprintf(&table, "%-30s %-13s %-58.58s %-58.58s %5d %5d\n", op.name, fault, first, retry, posts, moves)
+				if moves > 1 {
+					doubles++
+				}
+
+				assert.LessOrEqual(t, posts, 1, "a POST forwarded twice")
+				assert.LessOrEqual(t, moves, 1, "money moved twice")
+				if first.success() {
+					assert.Equal(t, 1, movedFirst, "success answered for a move the gateway did not make: %v", first)
+				}
+				if retry.success() {
+					assert.Equal(t, 1, moves, "retry answered success for a move the gateway did not make: %v", retry)
+				}
+				if !strings.HasPrefix(op.name, "create") {
+					// Outcomes that can be read back end in one move after
+					// the retry; the creates may stay in doubt instead
+					// (the gateway cannot be asked for them).
+					assert.Equal(t, 1, moves, "first %v, retry %v", first, retry)
+				}
+				if !strings.HasPrefix(op.name, "create") {
+					// The sandbox finishes every one of these at once:
+					// a reconciled answer says what the gateway did.
+					for _, a := range []answer{first, retry} {
+						if a.success() {
+							assert.Equal(t, "FINISHED", a.result, "reconciled to the gateway's state")
+						}
+					}
+				}
+				if !first.success() && first.fault == "" {
+					t.Errorf("a fault must not become a FAILED result: %v %s", first, first.desc)
+				}
+			})
+		}
+	}
+	t.Log(table.String())
+	t.Logf("double moves on retry: %d", doubles)
+}
+
+// TestMoneyReplayRefundsOnce replays one signed partiallyRefundPayment three
+// times through PHP SoapClient: the first refunds, the repeats get the same
+// signed answer from the ledger and never reach the gateway. A different
+// description is another refund.
+func TestMoneyReplayRefundsOnce(t *testing.T) {
+	php := requirePHP(t)
+	e := newMoneyEnv(t, "1s", "4s")
+	id := e.payment("plain")
+	ids := operations.FormatInt(id)
+	for i := range 3 {
+		f, err := runPHP(t, php, e.b, "money_call.php", "partiallyRefundPayment", ids, "3000", "vrácení části")
+		require.NoError(t, err)
+		f.eq(t, "result", "FINISHED")
+		f.eq(t, "sig", "ok")
+		assert.Equal(t, 1, e.refunds(id), "after call %d", i+1)
+	}
+	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"))
+	f, err := runPHP(t, php, e.b, "money_call.php", "partiallyRefundPayment", ids, "3000", "druhá část")
+	require.NoError(t, err)
+	f.eq(t, "result", "FINISHED")
+	assert.Equal(t, 2, e.refunds(id), "a different description is a new refund")
+
+	// A capture whose reply is lost, then retried by the same PHP client.
+	auth := e.payment("preauth")
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: "/api/payments/payment/*/capture", Fault: faultproxy.ResetAfter, Times: 1})
+	f, err = runPHP(t, php, e.b, "money_call.php", "capturePayment", operations.FormatInt(auth))
+	require.NoError(t, err)
+	f.eq(t, "result", "FINISHED") // reconciled: the gateway captured
+	f.eq(t, "sig", "ok")
+	f, err = runPHP(t, php, e.b, "money_call.php", "capturePayment", operations.FormatInt(auth))
+	require.NoError(t, err)
+	f.eq(t, "result", "FINISHED")
+	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/capture"))
+	assert.Equal(t, restbackend.StatePaid, e.status(auth).State)
+}
+
+// TestMoneyDeadline: a gateway slow on every call. Every SOAP call answers
+// by its deadline, no POST reaches the gateway after it, and a refund whose
+// reads leave less than the REST timeout is not attempted.
+func TestMoneyDeadline(t *testing.T) {
+	const deadline = 2500 * time.Millisecond
+	e := newMoneyEnv(t, "1s", "2500ms")
+	partly := e.payment("plain")
+	require.True(t, e.soap("partiallyRefundPayment", refundRequestBody(t, partly, 1000, "první")).success())
+	auth := e.payment("preauth")
+
+	e.proxy.Add(faultproxy.Rule{Fault: faultproxy.Delay, Delay: 900 * time.Millisecond}) // every request
+	refundsBefore := e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund")
+	for _, c := range []struct {
+		name string
+		call func() answer
+		want string
+	}{
+		// status 0.9 s + history 0.9 s: less than the REST timeout left.
+		{"refundPayment", func() answer { return e.soap("refundPayment", sessionInfoBody(t, partly)) }, "fault: not attempted"},
+		{"capturePayment", func() answer { return e.soap("capturePayment", sessionInfoBody(t, auth)) }, "FINISHED"},
+		{"paymentStatus", func() answer {
+			return e.soap("paymentStatus", strings.ReplaceAll(sessionInfoBody(t, auth), "sessionInfo", "paymentSessionInfo"))
+		}, "CALL_COMPLETED"},
+	} {
+		start := time.Now()
+		a := c.call()
+		t.Logf("%-15s answered in %v (deadline %v): %v", c.name, a.elapsed.Round(time.Millisecond), deadline, a)
+		assert.True(t, strings.HasPrefix(a.String(), c.want), "%s: %v", c.name, a)
+		assert.Less(t, a.elapsed, deadline+500*time.Millisecond, "%s answered after its deadline", c.name)
+		assert.Zero(t, e.postsAfter(start.Add(deadline)), "a POST reached the gateway after the deadline of %s", c.name)
+	}
+	assert.Equal(t, refundsBefore, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"), "the refund was not sent")
+	assert.Equal(t, 1, e.refunds(partly))
+}
+
+// TestMoneySIGTERMDuringCapture: SIGTERM while a capture is held by a slow
+// gateway; the capture's reply reaches the client and the bridge exits 0.
+func TestMoneySIGTERMDuringCapture(t *testing.T) {
+	e := newMoneyEnv(t, "3s", "6s")
+	auth := e.payment("preauth")
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: "/api/payments/payment/*/capture", Fault: faultproxy.Delay,
+		Delay: 2 * time.Second, Times: 1})
+	got := make(chan answer, 1)
+	go func() { got <- e.soap("capturePayment", sessionInfoBody(t, auth)) }()
+	require.Eventually(t, func() bool { return e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/capture") == 1 },
+		5*time.Second, 10*time.Millisecond, "the capture reached the gateway")
+	require.NoError(t, e.b.cmd.Process.Signal(syscall.SIGTERM))
+	a := <-got
+	assert.Equal(t, "FINISHED", a.String(), "the capture's reply reached the client")
+	select {
+	case <-e.b.done:
+		assert.NoError(t, e.b.waitErr, "exit status after SIGTERM")
+	case <-time.After(15 * time.Second):
+		t.Fatal("bridge still running after SIGTERM")
+	}
+	e.b.stopped = true
+	assert.Contains(t, e.b.log.String(), `"msg":"stopped"`)
+	assert.Equal(t, restbackend.StatePaid, e.status(auth).State)
+}
