@@ -184,6 +184,18 @@ func (env *flEnv) create(t *testing.T, order, success, failed string, extra ...s
 	return *st.PaymentSessionID
 }
 
+// callbackURL is the bridge's callback at path for payment id as the
+// gateway calls it: the URL the bridge gave it (goid and the payment's
+// return token, read from the store) with &id= added.
+func (env *flEnv) callbackURL(t *testing.T, path string, id int64) string {
+	t.Helper()
+	sess, err := env.st.Session(context.Background(), id)
+	require.NoError(t, err)
+	require.NotEmpty(t, sess.ReturnToken, "payment %d has a return token", id)
+	return env.bridge.URL + path + "?goid=8123456789&" + operations.CallbackTokenParam + "=" +
+		url.QueryEscape(sess.ReturnToken) + "&id=" + operations.FormatInt(id)
+}
+
 func (env *flEnv) get(t *testing.T, u string) *http.Response {
 	t.Helper()
 	resp, err := env.client.Get(u)
@@ -321,7 +333,7 @@ func TestReturnRedirectsToSuccessOrFailed(t *testing.T) {
 		order  string
 		target string
 	}{{paid, "R-1", success}, {canceled, "R-2", failed}, {waiting, "R-3", success}, {untouched, "R-4", failed}} {
-		resp := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(tc.id))
+		resp := env.get(t, env.callbackURL(t, PathReturn, tc.id))
 		require.Equal(t, http.StatusFound, resp.StatusCode, body(t, resp))
 		loc := resp.Header.Get("Location")
 		base, _, _ := strings.Cut(tc.target, "#")
@@ -364,7 +376,7 @@ func TestNotificationReachesShopSigned(t *testing.T) {
 func TestRepeatedNotificationsCollapse(t *testing.T) {
 	env := newFlEnv(t)
 	id := env.create(t, "N-2", "https://shop.example/ok", "https://shop.example/ko")
-	u := env.bridge.URL + PathNotify + "?goid=8123456789&id=" + operations.FormatInt(id)
+	u := env.callbackURL(t, PathNotify, id)
 	for range 3 {
 		resp := env.get(t, u)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -403,7 +415,7 @@ func TestNotifyAnswers5xxWhenNotStored(t *testing.T) {
 	env := newFlEnv(t)
 	id := env.create(t, "N-3", "https://shop.example/ok", "https://shop.example/ko")
 	env.outStore.fail.Store(true)
-	resp := env.get(t, env.bridge.URL+PathNotify+"?goid=8123456789&id="+operations.FormatInt(id))
+	resp := env.get(t, env.callbackURL(t, PathNotify, id))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 
 	resp = env.get(t, env.bridge.URL+PathNotify+"?goid=8123456789&id=77")
@@ -456,7 +468,13 @@ func TestRecurringChildNotification(t *testing.T) {
 	assert.Equal(t, "Kniha – Babička", *st.ProductName)
 	assert.Equal(t, "PAID", *st.SessionState)
 
-	ret := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(childID))
+	// The gateway gave the child its parent's callbacks: the parent's token.
+	parentSess, err := env.st.Session(ctx, parent)
+	require.NoError(t, err)
+	assert.Equal(t, parentSess.ReturnToken, sess.ReturnToken)
+	bare := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(childID))
+	assert.Equal(t, http.StatusNotFound, bare.StatusCode, "a child's return without the token")
+	ret := env.get(t, env.callbackURL(t, PathReturn, childID))
 	require.Equal(t, http.StatusFound, ret.StatusCode)
 	u, err := url.Parse(ret.Header.Get("Location"))
 	require.NoError(t, err)
@@ -531,7 +549,7 @@ func TestFlowURLsGolden(t *testing.T) {
 	canceled := env.create(t, order, success, failed)
 	require.NoError(t, env.sb.Act(ctx, canceled, sandbox.Action{Do: sandbox.ActCancel}))
 	location := func(id int64) string {
-		resp := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(id))
+		resp := env.get(t, env.callbackURL(t, PathReturn, id))
 		require.Equal(t, http.StatusFound, resp.StatusCode)
 		return resp.Header.Get("Location")
 	}
