@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/internal/faultproxy"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
@@ -88,34 +89,73 @@ type flEnv struct {
 	client *http.Client // does not follow redirects
 	// outStore is the outbox's view of st, which can be made to fail.
 	outStore *flSwitchStore
+	// restCalls counts the REST calls that reached the sandbox.
+	restCalls atomic.Int64
+	// proxy is the fault proxy the bridge reaches the sandbox through
+	// (flOptions.proxy).
+	proxy *faultproxy.Proxy
 }
 
-func newFlEnv(t *testing.T) *flEnv { return newFlEnvClock(t, nil) }
+// flOptions varies a test bridge.
+type flOptions struct {
+	clock sandbox.Clock // the sandbox's (real time when nil)
+	db    string        // SQLite file, kept (a fresh one when "")
+	shop  *flShop       // the e-shop (a fresh one when nil)
+	proxy bool          // bridge → fault proxy → sandbox
+	// returnTimeout is the core's ReturnStatusTimeout.
+	returnTimeout time.Duration
+	// restTimeout is the REST client's Timeout (its default when 0).
+	restTimeout time.Duration
+}
+
+func newFlEnv(t *testing.T) *flEnv { return newFlEnvWith(t, flOptions{}) }
 
 // newFlEnvClock runs the sandbox on clock (real time when nil).
 func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
+	return newFlEnvWith(t, flOptions{clock: clock})
+}
+
+func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &flEnv{shop: newFlShop(t)}
-	env.sb = sandbox.New(sandbox.Options{Clock: clock,
+	env := &flEnv{shop: o.shop}
+	if env.shop == nil {
+		env.shop = newFlShop(t)
+	}
+	env.sb = sandbox.New(sandbox.Options{Clock: o.clock,
 		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}}})
-	sbSrv := httptest.NewServer(env.sb)
+	sbSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			env.restCalls.Add(1)
+		}
+		env.sb.ServeHTTP(w, r)
+	}))
 	env.sbURL = sbSrv.URL
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "bridge.db"))
+	gwURL := env.sbURL
+	if o.proxy {
+		env.proxy = faultproxy.New(env.sbURL)
+		t.Cleanup(env.proxy.Close)
+		gwURL = env.proxy.URL()
+	}
+	if o.db == "" {
+		o.db = filepath.Join(t.TempDir(), "bridge.db")
+	}
+	st, err := store.Open(ctx, o.db)
 	require.NoError(t, err)
 	env.st = st
 
 	var h http.Handler = http.NotFoundHandler()
 	env.bridge = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	env.outStore = &flSwitchStore{Store: st}
-	env.gw = restbackend.New(restbackend.Config{BaseURL: env.sbURL})
+	env.gw = restbackend.New(restbackend.Config{BaseURL: gwURL, Timeout: o.restTimeout})
 	env.svc, err = operations.New(operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}, SecureKey: flSecureKey,
 			NotificationURL: env.shop.srv.URL + "/notify?shop=1"}},
-		Gateway:   env.gw,
-		Store:     st,
-		PublicURL: env.bridge.URL,
-		Outbox:    operations.OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }},
+		Gateway:             env.gw,
+		Store:               st,
+		PublicURL:           env.bridge.URL,
+		ReturnStatusTimeout: o.returnTimeout,
+		Outbox:              operations.OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }},
 	})
 	require.NoError(t, err)
 	e := echo.New()
