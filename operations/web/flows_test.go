@@ -134,7 +134,6 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	gwURL := env.sbURL
 	if o.proxy {
 		env.proxy = faultproxy.New(env.sbURL)
-		t.Cleanup(env.proxy.Close)
 		gwURL = env.proxy.URL()
 	}
 	if o.db == "" {
@@ -165,6 +164,11 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	go func() { env.svc.RunOutbox(ctx); close(done) }()
 	env.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(func() {
+		if env.proxy != nil {
+			// First: requests it holds fail at once, so the servers'
+			// Close below does not wait for them.
+			env.proxy.Close()
+		}
 		cancel()
 		<-done
 		env.bridge.Close()
