@@ -53,7 +53,7 @@ func (c *PaymentCommand) SignatureFields() []string {
 
 // paymentRequest maps a verified command onto the REST create request; the
 // callbacks point at the bridge, which relays them to the e-shop.
-func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.PaymentRequest, *refusal) {
+func (s *Service) paymentRequest(c *PaymentCommand, goid int64, token string) (*restbackend.PaymentRequest, *refusal) {
 	switch {
 	case c.TotalPrice == nil || *c.TotalPrice <= 0:
 		return nil, refuse("paymentCommand.totalPrice must be a positive amount in minor units")
@@ -87,7 +87,7 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 		OrderNumber:      trim(c.OrderNumber),
 		OrderDescription: product,
 		Lang:             strings.ToUpper(trim(c.Lang)),
-		Callback:         s.callbacks(goid),
+		Callback:         s.callbacks(goid, token),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
 	for i, p := range []string{c.P1, c.P2, c.P3, c.P4} {
@@ -136,12 +136,13 @@ func absoluteURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// callbacks are the bridge's own endpoints given to the gateway.
-func (s *Service) callbacks(goid int64) *restbackend.Callback {
-	g := strconv.FormatInt(goid, 10)
+// callbacks are the bridge's own endpoints given to the gateway, carrying
+// the payment's return token (see callbackSession); the gateway adds &id=P.
+func (s *Service) callbacks(goid int64, token string) *restbackend.Callback {
+	q := "?goid=" + strconv.FormatInt(goid, 10) + "&" + CallbackTokenParam + "=" + url.QueryEscape(token)
 	return &restbackend.Callback{
-		ReturnURL:       s.publicURL + "/callback/return?goid=" + g,
-		NotificationURL: s.publicURL + "/callback/notify?goid=" + g,
+		ReturnURL:       s.publicURL + "/callback/return" + q,
+		NotificationURL: s.publicURL + "/callback/notify" + q,
 	}
 }
 
@@ -175,7 +176,8 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M
-	req, r := s.paymentRequest(c, m.GoID)
+	token := newReturnToken()
+	req, r := s.paymentRequest(c, m.GoID, token)
 	if r != nil {
 		return fail(r)
 	}
@@ -198,7 +200,7 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 		sess := store.Session{
 			PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
 			Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
-			CreatedAt: s.now(),
+			CreatedAt: s.now(), ReturnToken: token,
 		}
 		if err := s.store.SaveSession(ctx, sess); err != nil {
 			s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),

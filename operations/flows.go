@@ -127,18 +127,16 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 	return s.gatewayPage(ctx, *st.PaymentSessionID, gwURL)
 }
 
-// flowSession returns the legacy session of p. A recurring payment charged by
-// the gateway itself (DAY/WEEK/MONTH cycles) has none until first seen: it
-// gets one derived from its parent's, so that returns, notifications and
-// paymentStatus treat it like any other payment. ErrNotFound when neither
-// exists.
-func (s *Service) flowSession(ctx context.Context, m Merchant, p *restbackend.Payment) (store.Session, error) {
-	own, err := s.store.Session(ctx, p.ID)
-	if err == nil || !errors.Is(err, store.ErrNotFound) || p.ParentID == 0 {
-		if err == nil && own.GoID != m.GoID {
-			return store.Session{}, store.ErrNotFound
-		}
-		return own, err
+// childSession makes the legacy session of a recurring payment the gateway
+// charged on its own (DAY/WEEK/MONTH cycles), which the bridge has not seen
+// yet: derived from its parent's, so that returns, notifications and
+// paymentStatus treat it like any other payment. It carries the parent's
+// token (the gateway copied the parent's callbacks), which the callback's
+// token must match before anything is saved (errWrongToken).
+// store.ErrNotFound when p has no parent the bridge knows for m.
+func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.Payment, token string) (store.Session, error) {
+	if p.ParentID == 0 {
+		return store.Session{}, store.ErrNotFound
 	}
 	parent, err := s.store.Session(ctx, p.ParentID)
 	if err != nil {
@@ -146,6 +144,11 @@ func (s *Service) flowSession(ctx context.Context, m Merchant, p *restbackend.Pa
 	}
 	if parent.GoID != m.GoID {
 		return store.Session{}, store.ErrNotFound
+	}
+	if !tokenAccepts(parent.ReturnToken, token) {
+		s.logFor(ctx).Warn("callback refused: wrong or missing return token of a recurring child", zap.Int64("goid", m.GoID),
+			zap.Int64("payment", p.ID), zap.Int64("parent", p.ParentID), zap.Bool("token_given", token != ""))
+		return store.Session{}, errWrongToken
 	}
 	child := store.Session{
 		PaymentID:   p.ID,
@@ -157,6 +160,8 @@ func (s *Service) flowSession(ctx context.Context, m Merchant, p *restbackend.Pa
 		Currency:    p.Currency,
 		SuccessURL:  parent.SuccessURL,
 		FailedURL:   parent.FailedURL,
+		CreatedAt:   s.now(),
+		ReturnToken: parent.ReturnToken,
 	}
 	if child.OrderNumber == "" {
 		child.OrderNumber = parent.OrderNumber
@@ -254,21 +259,21 @@ func returnsToSuccess(p *restbackend.Payment) bool {
 }
 
 // ReturnURL is where the customer returning from the gateway for payment
-// id of m goes: the e-shop's success or failed URL with the signed
-// identity. Errors: ErrUnknownPayment, ErrGatewayDown, ErrNoReturnURL, or
-// an internal one.
-func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64) (string, error) {
-	p, err := s.paymentOf(ctx, m, id)
+// id of m, with the callback's token, goes: the e-shop's success or failed
+// URL with the signed identity. The status read has its own short timeout
+// (Config.ReturnStatusTimeout): a customer facing a slow gateway is better
+// told at once that the payment may have gone through (ErrGatewayDown,
+// which the web adapter shows as a page with a reload link) than kept
+// waiting. Errors: ErrUnknownPayment (also for a wrong or missing token),
+// ErrGatewayDown, ErrStoreDown, ErrNoReturnURL, or an internal one.
+func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token string) (string, error) {
+	statusCtx, cancel := context.WithTimeout(ctx, s.returnStatusTimeout)
+	defer cancel()
+	cb, err := s.callbackPayment(ctx, statusCtx, m, id, token)
 	if err != nil {
 		return "", err
 	}
-	sess, err := s.flowSession(ctx, m, p)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", ErrNoReturnURL
-	}
-	if err != nil {
-		return "", err
-	}
+	p, sess := cb.p, cb.sess
 	target := sess.FailedURL
 	if returnsToSuccess(p) {
 		target = sess.SuccessURL
@@ -285,37 +290,85 @@ func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64) (string, 
 	return loc, nil
 }
 
-// notificationKey identifies one change of a payment: repeated
-// notifications of the same change collapse into one delivery.
-func notificationKey(goid int64, p *restbackend.Payment) string {
-	return FormatInt(goid) + ":" + FormatInt(p.ID) + ":" + p.State + ":" + p.SubState
+// notificationKey identifies one change of a payment, so that the gateway's
+// repeats of one notification collapse into one delivery while every real
+// change reaches the e-shop:
+//
+//   - the payment's identity is its id and its session's token (or, for a
+//     session from before tokens, its creation time): an id the gateway
+//     hands out again (a sandbox restarted on a kept database) belongs to
+//     a new session and never collides with the old payment's keys;
+//   - the change is state and sub-state, and for a refunded payment the
+//     refund history's count and sum: a second partial refund leaves the
+//     state PARTIALLY_REFUNDED but adds a refund.
+//
+// refunds is "" for a payment that is not refunded.
+func notificationKey(goid int64, p *restbackend.Payment, sess store.Session, token, refunds string) string {
+	identity := "-"
+	switch {
+	case token != "":
+		identity = "t" + tokenDigest(token)
+	case !sess.CreatedAt.IsZero():
+		identity = "c" + strconv.FormatInt(sess.CreatedAt.UnixMicro(), 10)
+	}
+	key := FormatInt(goid) + ":" + FormatInt(p.ID) + ":" + identity + ":" + p.State + ":" + p.SubState
+	if refunds != "" {
+		key += ":refunds=" + refunds
+	}
+	return key
 }
 
-// AcceptNotification takes the gateway's notification of payment id of m:
-// the notification for the e-shop is stored in the outbox before it
-// returns nil, so the gateway may be told OK. Errors: ErrUnknownPayment,
-// ErrGatewayDown and ErrStoreDown (the gateway should repeat the call), or
-// an internal one.
-func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64) error {
-	p, err := s.paymentOf(ctx, m, id)
+// refundMark is the refund history of a refunded payment p as "count/sum"
+// for its notification key; "" when p is not refunded. A gateway that does
+// not offer the history (refused, 4xx) gives "?": the key then falls back to
+// the state alone. Other failures are ErrGatewayDown, so the gateway
+// repeats the notification rather than one being lost.
+func (s *Service) refundMark(ctx context.Context, m Merchant, p *restbackend.Payment) (string, error) {
+	if p.State != restbackend.StateRefunded && p.State != restbackend.StatePartiallyRefunded {
+		return "", nil
+	}
+	refunds, err := s.gw.RefundHistory(ctx, m.Credentials(), p.ID)
+	if err != nil {
+		var ae *restbackend.APIError
+		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
+			s.logFor(ctx).Warn("notification: refund history refused; key by state only", zap.Int64("payment", p.ID), zap.Error(err))
+			return "?", nil
+		}
+		s.logFor(ctx).Warn("notification: refund history failed", zap.Int64("payment", p.ID), zap.Error(err))
+		return "", ErrGatewayDown
+	}
+	var sum int64
+	for _, r := range refunds {
+		sum += r.Amount
+	}
+	return strconv.Itoa(len(refunds)) + "/" + strconv.FormatInt(sum, 10), nil
+}
+
+// AcceptNotification takes the gateway's notification of payment id of m,
+// with the callback's token: the notification for the e-shop is stored in
+// the outbox before it returns nil, so the gateway may be told OK. Errors:
+// ErrUnknownPayment (also for a wrong or missing token), ErrGatewayDown and
+// ErrStoreDown (the gateway should repeat the call), or an internal one.
+func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64, token string) error {
+	cb, err := s.callbackPayment(ctx, ctx, m, id, token)
 	if err != nil {
 		return err
 	}
-	sess, err := s.flowSession(ctx, m, p)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.logFor(ctx).Error("notification: session read failed", zap.Int64("payment", id), zap.Error(err))
-		return ErrStoreDown
-	}
+	p, sess := cb.p, cb.sess
 	if m.NotificationURL == "" {
 		s.logFor(ctx).Info("notification not forwarded: e-shop has no notification URL",
 			zap.Int64("goid", m.GoID), zap.Int64("payment", id), zap.String("state", p.State))
 		return nil
 	}
+	refunds, err := s.refundMark(ctx, m, p)
+	if err != nil {
+		return err
+	}
 	target, err := identityURL(m, m.NotificationURL, flowIdentityOf(m, p, sess))
 	if err != nil {
 		return err
 	}
-	key := notificationKey(m.GoID, p)
+	key := notificationKey(m.GoID, p, sess, cb.token, refunds)
 	added, err := s.out.Enqueue(ctx, store.Notification{GoID: m.GoID, PaymentID: p.ID, Key: key, URL: target})
 	if err != nil {
 		s.logFor(ctx).Error("notification: enqueue failed", zap.String("key", key), zap.Error(err))

@@ -2,8 +2,10 @@ package operations
 
 import (
 	"testing"
+	"time"
 
 	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -31,4 +33,30 @@ func TestReturnsToSuccess(t *testing.T) {
 	} {
 		assert.Equal(t, tc.ok, returnsToSuccess(&restbackend.Payment{State: tc.state, SubState: tc.sub}), tc.state+tc.sub)
 	}
+}
+
+// The notification key tells apart what the e-shop must hear about and
+// nothing else: the same payment id of two payments (a gateway that numbers
+// from the start again while the bridge keeps its database), and refunds
+// that leave the state as it was; a repeat of one change keeps its key.
+func TestNotificationKeyIdentity(t *testing.T) {
+	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	paid := &restbackend.Payment{ID: 3000000001, State: restbackend.StatePaid}
+	oldRun := store.Session{PaymentID: paid.ID, ReturnToken: "AAAAAAAAAAAAAAAAAAAAAAAAAA", CreatedAt: at}
+	newRun := store.Session{PaymentID: paid.ID, ReturnToken: "BBBBBBBBBBBBBBBBBBBBBBBBBB", CreatedAt: at.Add(time.Hour)}
+	k := func(p *restbackend.Payment, s store.Session, refunds string) string {
+		return notificationKey(8123456789, p, s, s.ReturnToken, refunds)
+	}
+	assert.Equal(t, k(paid, oldRun, ""), k(paid, oldRun, ""), "a repeat keeps its key")
+	assert.NotEqual(t, k(paid, oldRun, ""), k(paid, newRun, ""), "same id, another payment")
+	assert.NotContains(t, k(paid, oldRun, ""), oldRun.ReturnToken, "keys are logged: no token in them")
+
+	// Sessions from before tokens: their creation time tells them apart.
+	oldRun.ReturnToken, newRun.ReturnToken = "", ""
+	assert.NotEqual(t, k(paid, oldRun, ""), k(paid, newRun, ""))
+
+	part := &restbackend.Payment{ID: paid.ID, State: restbackend.StatePartiallyRefunded}
+	assert.NotEqual(t, k(part, newRun, "1/1000"), k(part, newRun, "2/2000"), "a second partial refund")
+	assert.NotEqual(t, k(part, newRun, "2/2000"), k(part, newRun, "3/3000"), "a third partial refund")
+	assert.Equal(t, k(part, newRun, "2/2000"), k(part, newRun, "2/2000"))
 }

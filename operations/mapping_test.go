@@ -139,13 +139,13 @@ func TestCreatePaymentValidation(t *testing.T) {
 	for name, tc := range cases {
 		c := base()
 		tc.edit(c)
-		_, r := s.paymentRequest(c, testGoID)
+		_, r := s.paymentRequest(c, testGoID, "tok")
 		require.NotNil(t, r, name)
 		assert.Contains(t, r.desc, tc.want, name)
 	}
 	c := base()
 	c.RecurrentPayment, c.RecurrenceCycle, c.RecurrencePeriod = ptr(true), "month", ptr(int64(1))
-	req, r := s.paymentRequest(c, testGoID)
+	req, r := s.paymentRequest(c, testGoID, "tok")
 	require.Nil(t, r)
 	assert.Equal(t, &restbackend.Recurrence{RecurrenceCycle: "MONTH", RecurrencePeriod: 1}, req.Recurrence)
 	assert.Nil(t, req.Payer, "no channels and no customer: no payer")

@@ -45,6 +45,10 @@ type Config struct {
 	// PublicURL is the bridge's absolute public base URL; the gateway's
 	// return and notification callbacks point under it.
 	PublicURL string
+	// ReturnStatusTimeout bounds the status read when a customer returns
+	// from the gateway (default 5s); past it the customer sees a page that
+	// the payment may have gone through, with a reload link.
+	ReturnStatusTimeout time.Duration
 	// Outbox configures notification delivery; its Store and Logger default
 	// to the service's.
 	Outbox OutboxConfig
@@ -52,6 +56,11 @@ type Config struct {
 	// time.Now).
 	Now func() time.Time
 }
+
+// DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long
+// enough for a healthy gateway's status read with a retry, short enough that
+// a customer is not left looking at a blank page.
+const DefaultReturnStatusTimeout = 5 * time.Second
 
 // Service serves the legacy operations.
 type Service struct {
@@ -64,9 +73,10 @@ type Service struct {
 	publicURL   string
 	out         *outbox
 
-	methods      methodCache
-	now          func() time.Time
-	callDeadline time.Duration
+	methods             methodCache
+	now                 func() time.Time
+	callDeadline        time.Duration
+	returnStatusTimeout time.Duration
 }
 
 // New validates cfg and returns a Service. Error messages name the faulty
@@ -133,6 +143,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.returnStatusTimeout = cfg.ReturnStatusTimeout
+	if s.returnStatusTimeout <= 0 {
+		s.returnStatusTimeout = DefaultReturnStatusTimeout
 	}
 	if cfg.Outbox.Store == nil {
 		cfg.Outbox.Store = s.store

@@ -60,6 +60,11 @@ type Config struct {
 	DefaultGoID      int64         `yaml:"default_goid"`
 	Merchants        []Merchant    `yaml:"merchants"`
 
+	// ReturnStatusTimeout bounds the status read when a customer returns
+	// from the gateway; past it the customer sees a "may have gone through,
+	// do not pay again" page with a reload link.
+	ReturnStatusTimeout time.Duration `yaml:"return_status_timeout"`
+
 	// ConfigFile is where the settings above were read from ("" if none).
 	ConfigFile string `yaml:"-"`
 	// Demo is set when the embedded sandbox's demo merchant was configured
@@ -120,6 +125,8 @@ func defaultConfig() Config {
 		LogFormat:        "json",
 		LogBuffer:        defaultLogBuffer,
 		RESTMaxIdleConns: restbackend.DefaultMaxIdleConns,
+
+		ReturnStatusTimeout: operations.DefaultReturnStatusTimeout,
 	}
 }
 
@@ -243,6 +250,7 @@ var settings = []setting{
 	strOpt("log-format", "json or console", func(c *Config) *string { return &c.LogFormat }),
 	intOpt("log-buffer", "bytes of log lines buffered, flushed every second and at exit (0: each line written at once)", func(c *Config) *int { return &c.LogBuffer }),
 	intOpt("rest-max-idle-conns", "idle keep-alive connections kept to the REST gateway (about the expected concurrent calls)", func(c *Config) *int { return &c.RESTMaxIdleConns }),
+	durOpt("return-status-timeout", "time the status read gets when a customer returns from the gateway; past it a page says the payment may have gone through, with a reload link", func(c *Config) *time.Duration { return &c.ReturnStatusTimeout }),
 	intOpt("default-goid", "merchant paymentMethodList answers for (it has no input); the first merchant when 0", func(c *Config) *int64 { return &c.DefaultGoID }),
 }
 
@@ -439,6 +447,9 @@ func (c *Config) validate() error {
 	}
 	c.checkDeadlines(bad)
 	errs = append(errs, c.checkSandboxChoice()...)
+	if c.ReturnStatusTimeout <= 0 || c.ReturnStatusTimeout > c.WriteTimeout && c.WriteTimeout > 0 {
+		bad("return status timeout: %v must be positive and within the write timeout (%v)", c.ReturnStatusTimeout, c.WriteTimeout)
+	}
 	if c.GatewayURL != "" {
 		if err := checkHTTPURL(c.GatewayURL, false); err != nil {
 			bad("gateway URL: %v %s", err, keys("gateway-url"))

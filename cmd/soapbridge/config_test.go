@@ -207,6 +207,8 @@ merchants:
 		{name: "bad currency", env: with("SOAPBRIDGE_CURRENCY", "KORUNA"), want: `currency "KORUNA" is not a 3-letter code`},
 		{name: "bad lang", env: with("SOAPBRIDGE_LANG", "cze"), want: `language "CZE" is not a 2-letter code`},
 		{name: "bad notification url", env: with("SOAPBRIDGE_NOTIFICATION_URL", "ftp://x"), want: "notification URL: not an absolute http(s) URL"},
+		{name: "return status timeout zero", env: with("SOAPBRIDGE_RETURN_STATUS_TIMEOUT", "0s"), want: "return status timeout: 0s must be positive"},
+		{name: "return status timeout past write timeout", env: with("SOAPBRIDGE_RETURN_STATUS_TIMEOUT", "2m"), want: "within the write timeout (1m0s)"},
 		{name: "unknown default goid", env: with("SOAPBRIDGE_DEFAULT_GOID", "1"), want: "default goid 1 is not a configured merchant"},
 		{name: "bad listen", args: []string{"-listen", "8080"}, want: `listen: "8080" is not host:port`},
 		{name: "bad soap path", env: map[string]string{"SOAPBRIDGE_SOAP_PATH": "axis"}, want: "SOAP path"},

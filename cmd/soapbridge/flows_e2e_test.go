@@ -282,7 +282,9 @@ func flowArtifacts(t *testing.T) string {
 
 type flowStep struct {
 	Wait  string `json:"wait,omitempty"`
+	Text  string `json:"text,omitempty"` // the page must show it
 	Shot  string `json:"shot,omitempty"`
+	Fetch string `json:"fetch,omitempty"` // a test hook GET before the click
 	Click string `json:"click,omitempty"`
 }
 

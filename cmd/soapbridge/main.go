@@ -145,6 +145,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Store:        st,
 		Logger:       log.Named("operations"),
 		PublicURL:    publicURL,
+
+		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
 	})
 	if err != nil {
 		return err

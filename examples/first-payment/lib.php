@@ -113,11 +113,11 @@ function last_payment(): array
 }
 
 // One HTTP request without following redirects: [status, headers, body].
-function http(string $method, string $url, ?string $json = null): array
+function http(string $method, string $url, ?string $json = null, string $type = 'application/json'): array
 {
     $opts = ['method' => $method, 'follow_location' => 0, 'ignore_errors' => true, 'timeout' => 15];
     if ($json !== null) {
-        $opts['header'] = "Content-Type: application/json\r\n";
+        $opts['header'] = "Content-Type: $type\r\n";
         $opts['content'] = $json;
     }
     $body = @file_get_contents($url, false, stream_context_create(['http' => $opts]));

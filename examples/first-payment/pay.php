@@ -1,9 +1,8 @@
 <?php
 // Step 2: the customer's side. Follows the pay-full-v2 link to the sandbox
-// payment page, pays with the sandbox's test helper (what clicking "card,
-// success" on the page does), then comes back the way the page sends the
-// browser back: to the bridge's return URL, which redirects to the e-shop's
-// success URL with signed parameters.
+// payment page, pays there (the form "card, success" posts), then comes
+// back the way the page sends the browser back: to the bridge's return URL,
+// which redirects to the e-shop's success URL with signed parameters.
 require __DIR__ . '/lib.php';
 
 $p = last_payment();
@@ -20,17 +19,20 @@ if ($code !== 302 || empty($h['location'])) {
 }
 echo "pay-full-v2 redirects to the sandbox payment page: {$h['location']}\n";
 
-[$code, , $body] = http('POST', SANDBOX_URL . "/sandbox/payments/$id/pay",
-    json_encode(['outcome' => 'success', 'instrument' => 'PAYMENT_CARD']));
-$paid = json_decode($body, true);
-if ($code !== 200 || ($paid['state'] ?? '') !== 'PAID') {
-    fail("sandbox pay helper: HTTP $code: $body");
+// Pay on the page as the customer does (card, success): the page posts its
+// form and sends the browser back to the return_url the bridge gave the
+// gateway ({public}/callback/return?goid=G&token=T, T the payment's random
+// return token) with the payment id appended.
+$page = $h['location'];
+[$code, $h] = http('POST', $page, http_build_query([
+    'sandbox_action' => 'pay', 'outcome' => 'success', 'instrument' => 'PAYMENT_CARD',
+]), 'application/x-www-form-urlencoded');
+if ($code !== 303 || empty($h['location'])) {
+    fail("payment page: HTTP $code, expected a 303 back to the bridge");
 }
-echo "paid with the sandbox helper: payment $id is now state {$paid['state']}\n";
+echo "paid on the sandbox payment page (card, success): payment $id is now state PAID; the page sends the customer back to the bridge\n";
 
-// The sandbox page appends the payment id to the return_url the bridge gave
-// the gateway ({public}/callback/return?goid=G).
-[$code, $h] = http('GET', BRIDGE_URL . '/callback/return?' . http_build_query(['goid' => GOID, 'id' => $id]));
+[$code, $h] = http('GET', $h['location']);
 if ($code !== 302 || empty($h['location'])) {
     fail("return: HTTP $code, expected a 302 to the e-shop");
 }

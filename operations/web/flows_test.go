@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/internal/faultproxy"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
@@ -88,34 +89,72 @@ type flEnv struct {
 	client *http.Client // does not follow redirects
 	// outStore is the outbox's view of st, which can be made to fail.
 	outStore *flSwitchStore
+	// restCalls counts the REST calls that reached the sandbox.
+	restCalls atomic.Int64
+	// proxy is the fault proxy the bridge reaches the sandbox through
+	// (flOptions.proxy).
+	proxy *faultproxy.Proxy
 }
 
-func newFlEnv(t *testing.T) *flEnv { return newFlEnvClock(t, nil) }
+// flOptions varies a test bridge.
+type flOptions struct {
+	clock sandbox.Clock // the sandbox's (real time when nil)
+	db    string        // SQLite file, kept (a fresh one when "")
+	shop  *flShop       // the e-shop (a fresh one when nil)
+	proxy bool          // bridge → fault proxy → sandbox
+	// returnTimeout is the core's ReturnStatusTimeout.
+	returnTimeout time.Duration
+	// restTimeout is the REST client's Timeout (its default when 0).
+	restTimeout time.Duration
+}
+
+func newFlEnv(t *testing.T) *flEnv { return newFlEnvWith(t, flOptions{}) }
 
 // newFlEnvClock runs the sandbox on clock (real time when nil).
 func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
+	return newFlEnvWith(t, flOptions{clock: clock})
+}
+
+func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &flEnv{shop: newFlShop(t)}
-	env.sb = sandbox.New(sandbox.Options{Clock: clock,
+	env := &flEnv{shop: o.shop}
+	if env.shop == nil {
+		env.shop = newFlShop(t)
+	}
+	env.sb = sandbox.New(sandbox.Options{Clock: o.clock,
 		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}}})
-	sbSrv := httptest.NewServer(env.sb)
+	sbSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			env.restCalls.Add(1)
+		}
+		env.sb.ServeHTTP(w, r)
+	}))
 	env.sbURL = sbSrv.URL
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "bridge.db"))
+	gwURL := env.sbURL
+	if o.proxy {
+		env.proxy = faultproxy.New(env.sbURL)
+		gwURL = env.proxy.URL()
+	}
+	if o.db == "" {
+		o.db = filepath.Join(t.TempDir(), "bridge.db")
+	}
+	st, err := store.Open(ctx, o.db)
 	require.NoError(t, err)
 	env.st = st
 
 	var h http.Handler = http.NotFoundHandler()
 	env.bridge = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	env.outStore = &flSwitchStore{Store: st}
-	env.gw = restbackend.New(restbackend.Config{BaseURL: env.sbURL})
+	env.gw = restbackend.New(restbackend.Config{BaseURL: gwURL, Timeout: o.restTimeout})
 	env.svc, err = operations.New(operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}, SecureKey: flSecureKey,
 			NotificationURL: env.shop.srv.URL + "/notify?shop=1"}},
-		Gateway:   env.gw,
-		Store:     st,
-		PublicURL: env.bridge.URL,
-		Outbox:    operations.OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }},
+		Gateway:             env.gw,
+		Store:               st,
+		PublicURL:           env.bridge.URL,
+		ReturnStatusTimeout: o.returnTimeout,
+		Outbox:              operations.OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }},
 	})
 	require.NoError(t, err)
 	e := echo.New()
@@ -125,6 +164,11 @@ func newFlEnvClock(t *testing.T, clock sandbox.Clock) *flEnv {
 	go func() { env.svc.RunOutbox(ctx); close(done) }()
 	env.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(func() {
+		if env.proxy != nil {
+			// First: requests it holds fail at once, so the servers'
+			// Close below does not wait for them.
+			env.proxy.Close()
+		}
 		cancel()
 		<-done
 		env.bridge.Close()
@@ -182,6 +226,18 @@ func (env *flEnv) create(t *testing.T, order, success, failed string, extra ...s
 	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	require.NotNil(t, st.PaymentSessionID)
 	return *st.PaymentSessionID
+}
+
+// callbackURL is the bridge's callback at path for payment id as the
+// gateway calls it: the URL the bridge gave it (goid and the payment's
+// return token, read from the store) with &id= added.
+func (env *flEnv) callbackURL(t *testing.T, path string, id int64) string {
+	t.Helper()
+	sess, err := env.st.Session(context.Background(), id)
+	require.NoError(t, err)
+	require.NotEmpty(t, sess.ReturnToken, "payment %d has a return token", id)
+	return env.bridge.URL + path + "?goid=8123456789&" + operations.CallbackTokenParam + "=" +
+		url.QueryEscape(sess.ReturnToken) + "&id=" + operations.FormatInt(id)
 }
 
 func (env *flEnv) get(t *testing.T, u string) *http.Response {
@@ -321,7 +377,7 @@ func TestReturnRedirectsToSuccessOrFailed(t *testing.T) {
 		order  string
 		target string
 	}{{paid, "R-1", success}, {canceled, "R-2", failed}, {waiting, "R-3", success}, {untouched, "R-4", failed}} {
-		resp := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(tc.id))
+		resp := env.get(t, env.callbackURL(t, PathReturn, tc.id))
 		require.Equal(t, http.StatusFound, resp.StatusCode, body(t, resp))
 		loc := resp.Header.Get("Location")
 		base, _, _ := strings.Cut(tc.target, "#")
@@ -364,7 +420,7 @@ func TestNotificationReachesShopSigned(t *testing.T) {
 func TestRepeatedNotificationsCollapse(t *testing.T) {
 	env := newFlEnv(t)
 	id := env.create(t, "N-2", "https://shop.example/ok", "https://shop.example/ko")
-	u := env.bridge.URL + PathNotify + "?goid=8123456789&id=" + operations.FormatInt(id)
+	u := env.callbackURL(t, PathNotify, id)
 	for range 3 {
 		resp := env.get(t, u)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -403,7 +459,7 @@ func TestNotifyAnswers5xxWhenNotStored(t *testing.T) {
 	env := newFlEnv(t)
 	id := env.create(t, "N-3", "https://shop.example/ok", "https://shop.example/ko")
 	env.outStore.fail.Store(true)
-	resp := env.get(t, env.bridge.URL+PathNotify+"?goid=8123456789&id="+operations.FormatInt(id))
+	resp := env.get(t, env.callbackURL(t, PathNotify, id))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 
 	resp = env.get(t, env.bridge.URL+PathNotify+"?goid=8123456789&id=77")
@@ -456,7 +512,13 @@ func TestRecurringChildNotification(t *testing.T) {
 	assert.Equal(t, "Kniha – Babička", *st.ProductName)
 	assert.Equal(t, "PAID", *st.SessionState)
 
-	ret := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(childID))
+	// The gateway gave the child its parent's callbacks: the parent's token.
+	parentSess, err := env.st.Session(ctx, parent)
+	require.NoError(t, err)
+	assert.Equal(t, parentSess.ReturnToken, sess.ReturnToken)
+	bare := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(childID))
+	assert.Equal(t, http.StatusNotFound, bare.StatusCode, "a child's return without the token")
+	ret := env.get(t, env.callbackURL(t, PathReturn, childID))
 	require.Equal(t, http.StatusFound, ret.StatusCode)
 	u, err := url.Parse(ret.Header.Get("Location"))
 	require.NoError(t, err)
@@ -533,7 +595,7 @@ func TestFlowURLsGolden(t *testing.T) {
 	canceled := env.create(t, order, success, failed, "totalPrice", "12800")
 	require.NoError(t, env.sb.Act(ctx, canceled, sandbox.Action{Do: sandbox.ActCancel}))
 	location := func(id int64) string {
-		resp := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(id))
+		resp := env.get(t, env.callbackURL(t, PathReturn, id))
 		require.Equal(t, http.StatusFound, resp.StatusCode)
 		return resp.Header.Get("Location")
 	}

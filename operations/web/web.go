@@ -196,6 +196,29 @@ func (f *Flows) page(c echo.Context, err error, id int64) error {
 	return c.HTML(pe.Status, b.String())
 }
 
+// pendingRetryAfter is the Retry-After of the pending page, in seconds.
+const pendingRetryAfter = "10"
+
+// pendingPage tells a returning customer whose payment's status cannot be
+// read now that the payment may already have gone through, not to pay
+// again, and links to this same return URL (token included: the customer
+// has it already) to finish the return once the gateway answers.
+func (f *Flows) pendingPage(c echo.Context, id int64) error {
+	f.logOf(c).Warn("return: payment status not available; pending page shown", zap.Int64("payment", id))
+	var b strings.Builder
+	data := struct {
+		Payment string
+		Reload  string
+	}{operations.FormatInt(id), c.Request().URL.RequestURI()}
+	if err := flowPages.ExecuteTemplate(&b, "pending.html", data); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", pendingRetryAfter)
+	return c.HTML(http.StatusServiceUnavailable, b.String())
+}
+
 // redirect sends the browser to loc.
 func redirect(c echo.Context, loc string) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
@@ -256,8 +279,11 @@ func (f *Flows) payBase(c echo.Context) error {
 }
 
 // returnFromGateway is where the gateway sends the customer back
-// (return_url with ?goid=G, the gateway adds &id=P): it redirects to the
-// e-shop's success or failed URL with the signed identity.
+// (return_url with ?goid=G&token=T, the gateway adds &id=P): it redirects
+// to the e-shop's success or failed URL with the signed identity. A wrong
+// or missing token is the unknown-payment page (404). When the status
+// cannot be read now, the customer may well have paid: the pending page
+// says so, warns against paying again and offers a reload of this URL.
 func (f *Flows) returnFromGateway(c echo.Context) error {
 	q := c.QueryParams()
 	m, err := f.svc.FlowMerchant("goid", q.Get("goid"))
@@ -268,16 +294,20 @@ func (f *Flows) returnFromGateway(c echo.Context) error {
 	if err != nil {
 		return f.page(c, err, 0)
 	}
-	loc, err := f.svc.ReturnURL(c.Request().Context(), m, id)
+	loc, err := f.svc.ReturnURL(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
+	if errors.Is(err, operations.ErrGatewayDown) || errors.Is(err, operations.ErrStoreDown) {
+		return f.pendingPage(c, id)
+	}
 	if err != nil {
 		return f.page(c, err, id)
 	}
 	return redirect(c, loc)
 }
 
-// notify is the gateway's notification (notification_url with ?goid=G, the
-// gateway adds &id=P). It answers 200 only once the notification for the
-// e-shop is stored; 5xx makes the gateway repeat the call.
+// notify is the gateway's notification (notification_url with
+// ?goid=G&token=T, the gateway adds &id=P). It answers 200 only once the
+// notification for the e-shop is stored; 5xx makes the gateway repeat the
+// call; a wrong or missing token is 404.
 func (f *Flows) notify(c echo.Context) error {
 	q := c.QueryParams()
 	plain := func(status int, msg string) error { return c.String(status, msg+"\n") }
@@ -290,7 +320,7 @@ func (f *Flows) notify(c echo.Context) error {
 	if err != nil {
 		return plain(http.StatusBadRequest, pageOf(err, 0).EN)
 	}
-	err = f.svc.AcceptNotification(c.Request().Context(), m, id)
+	err = f.svc.AcceptNotification(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
 	switch {
 	case err == nil:
 		return plain(http.StatusOK, "OK")

@@ -2,9 +2,11 @@
 // Go tests (cmd/soapbridge/flows_e2e_test.go).
 //
 // Input: one JSON argument
-//   {"start": URL, "steps": [{"wait": sel, "shot": name, "click": sel}],
+//   {"start": URL, "steps": [{"wait": sel, "text": s, "shot": name, "fetch": URL, "click": sel}],
 //    "expect": URL prefix, "shots": dir, "chromium": path}
-// Each step waits for a selector, takes a screenshot, clicks; at the end the
+// Each step waits for a selector, checks that the page shows text s, takes a
+// screenshot, GETs URL from the test (a hook that changes the world between
+// two pages, e.g. takes the gateway down), clicks; at the end the
 // script waits until the page's URL starts with "expect" and takes a last
 // screenshot. Output (stdout): {"url": final URL, "text": page text, "shots": [...]}.
 import { chromium } from 'playwright-core';
@@ -32,7 +34,14 @@ try {
   for (const step of job.steps || []) {
     if (step.wait) await page.waitForSelector(step.wait, { state: 'visible' });
     await page.waitForLoadState('load');
+    if (step.text && !(await page.innerText('body')).includes(step.text)) {
+      throw new Error(`page ${page.url()} does not show ${JSON.stringify(step.text)}`);
+    }
     if (step.shot) await shot(page, step.shot);
+    if (step.fetch) {
+      const r = await fetch(step.fetch);
+      if (!r.ok) throw new Error(`hook ${step.fetch}: HTTP ${r.status}`);
+    }
     if (step.click) await page.click(step.click);
   }
   await page.waitForURL((u) => u.toString().startsWith(job.expect));
