@@ -1,0 +1,107 @@
+package soapapi
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/soapenc"
+)
+
+// The request files of testdata/clients/variants: requests of the Java 2.4
+// stubs and the .NET proxy, signed for the demo merchant (testSecureKey)
+// and naming payment 3000000001, the first the sandbox creates.
+const variantsDir = "../../testdata/clients/variants"
+
+// demoHarness is a harness whose merchant has the demo key of the variant
+// files.
+func demoHarness(t *testing.T, edit func(*operations.Merchant)) *harness {
+	return newHarnessWith(t, func(c *operations.Config) {
+		m := testMerchant()
+		if edit != nil {
+			edit(&m)
+		}
+		c.Merchants = []operations.Merchant{m}
+	})
+}
+
+// createDemo creates a payment of 129.00 CZK for the demo merchant through
+// the core; recurrent makes it an on-demand recurring payment.
+func createDemo(t *testing.T, h *harness, recurrent bool) int64 {
+	t.Helper()
+	goid, price, no := int64(testGoID), int64(12900), false
+	c := &operations.PaymentCommand{TargetGoID: &goid, ProductName: "Objednávka 42", TotalPrice: &price, Currency: "CZK",
+		OrderNumber: "variant-1", FailedURL: "https://eshop.example/failed", SuccessURL: "https://eshop.example/success",
+		PreAuthorization: &no, RecurrentPayment: &recurrent}
+	if recurrent {
+		c.RecurrenceCycle = "ON_DEMAND"
+	}
+	sig, err := operations.Sign(testSecureKey, c.SignatureFields()...)
+	require.NoError(t, err)
+	c.EncryptedSignature = sig
+	st, err := h.svc.CreatePayment(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
+	return *st.PaymentSessionID
+}
+
+// Every refund form refunds 5.00 of the paid payment: the part named
+// "request" (Java 2.4, partiallyRefundPayment and refundPayment, all in
+// http://gate.gopay.cz/ws) and the .NET struct sent beside the call and
+// referenced by href. The overload of refundPayment is told by the part's
+// type, not its name.
+func TestVariantRefunds(t *testing.T) {
+	for _, file := range []string{"java24-partiallyRefundPayment-request.xml", "java24-refundPayment-request.xml",
+		"dotnet-refundPayment-refundRequest.xml"} {
+		t.Run(file, func(t *testing.T) {
+			h := demoHarness(t, nil)
+			id := createDemo(t, h, false)
+			require.Equal(t, int64(3000000001), id)
+			h.act(id, payCard)
+			h.rec.reset()
+			resp, err := h.api.Invoke(context.Background(), decodeFile(t, filepath.Join(variantsDir, file)))
+			require.NoError(t, err)
+			r := resp.Return
+			assert.Equal(t, operations.Finished, r.Field("result").Text, r.Field("resultDescription").Text)
+			assert.True(t, operations.Verify(testSecureKey, r.Field("encryptedSignature").Text,
+				operations.PaymentResultFields("3000000001", operations.Finished)...))
+			assert.Contains(t, h.rec.String(), "amount=500", "a partial refund of 5.00, not the whole payment")
+			p, err := h.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), id)
+			require.NoError(t, err)
+			assert.Equal(t, "PARTIALLY_REFUNDED", p.State)
+		})
+	}
+}
+
+// The overload is chosen by type or, untyped, by members, whatever the
+// part is called.
+func TestChooseOverloadByTypeAndMembers(t *testing.T) {
+	h := demoHarness(t, nil)
+	bs := h.api.ops["refundPayment"]
+	require.Len(t, bs, 2)
+	cases := []struct{ xml, want string }{
+		{`<sessionInfo xsi:type="ns:ERefundRequest" xmlns:ns="http://gate.gopay.cz/ws"><paymentSessionId>1</paymentSessionId></sessionInfo>`, "refundRequest"},
+		{`<refundRequest xsi:type="ns:EPaymentSessionInfo" xmlns:ns="urn:x"><paymentSessionId>1</paymentSessionId></refundRequest>`, "sessionInfo"},
+		{`<request><amount>5</amount><paymentSessionId>1</paymentSessionId></request>`, "refundRequest"},
+		{`<request><paymentSessionId>1</paymentSessionId><targetGoId>2</targetGoId></request>`, "sessionInfo"},
+	}
+	for _, tc := range cases {
+		env := `<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body><ns1:refundPayment xmlns:ns1="http://gate.gopay.cz/ws">` +
+			tc.xml + `</ns1:refundPayment></soapenv:Body></soapenv:Envelope>`
+		call := decodeString(t, env)
+		got := chooseOverload(bs, inputPart(call, bs))
+		assert.Equal(t, tc.want, got.op.Param.Name, tc.xml)
+	}
+}
+
+func decodeString(t *testing.T, s string) *soapenc.Call {
+	t.Helper()
+	call, err := soapenc.Decode([]byte(strings.TrimSpace(s)), "text/xml; charset=utf-8", soapenc.DefaultLimits())
+	require.NoError(t, err)
+	return call
+}
