@@ -14,8 +14,10 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// contact is the e-shop's customer of c, trimmed; nil when it gave none.
-func (c *PaymentCommand) contact() *restbackend.Contact {
+// contact is the e-shop's customer of c, trimmed, its countryCode in the
+// gateway's three-letter form; nil when it gave none. A countryCode that
+// names no country is left out and logged (it is optional data).
+func (s *Service) contact(ctx context.Context, c *PaymentCommand, goid int64) *restbackend.Contact {
 	cd := c.CustomerData
 	if cd == nil {
 		return nil
@@ -25,6 +27,13 @@ func (c *PaymentCommand) contact() *restbackend.Contact {
 		FirstName: t(cd.FirstName), LastName: t(cd.LastName), Email: t(cd.Email),
 		PhoneNumber: t(cd.PhoneNumber), City: t(cd.City), Street: t(cd.Street),
 		PostalCode: t(cd.PostalCode), CountryCode: t(cd.CountryCode),
+	}
+	if iso3, known := GatewayCountry(ct.CountryCode); known {
+		ct.CountryCode = iso3
+	} else {
+		s.logFor(ctx).Warn("unknown customerData.countryCode left out", zap.String("countryCode", strings.ToValidUTF8(ct.CountryCode, "?")),
+			zap.Int64("goid", goid))
+		ct.CountryCode = ""
 	}
 	if ct == (restbackend.Contact{}) {
 		return nil
@@ -51,9 +60,13 @@ func (c *PaymentCommand) SignatureFields() []string {
 	}.Fields()
 }
 
-// paymentRequest maps a verified command onto the REST create request; the
-// callbacks point at the bridge, which relays them to the e-shop.
-func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.PaymentRequest, *refusal) {
+// paymentRequest maps a verified command of merchant m onto the REST create
+// request; the callbacks point at the bridge, which relays them to the
+// e-shop. What the gateway would refuse but the shop cannot change (a
+// channel code the bridge does not know, a language it does not offer) is
+// dropped or replaced with a warning, never a failed payment.
+func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merchant) (*restbackend.PaymentRequest, *refusal) {
+	goid := m.GoID
 	switch {
 	case c.TotalPrice == nil || *c.TotalPrice <= 0:
 		return nil, refuse("paymentCommand.totalPrice must be a positive amount in minor units")
@@ -69,11 +82,20 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
-	payer, err := allowedMethods(c.PaymentChannels, c.DefaultPaymentChannel)
-	if err != nil {
-		return nil, &refusal{desc: err.Error()}
+	sel, err := selectChannels(c.PaymentChannels, c.DefaultPaymentChannel)
+	if dropped := sel.Dropped(); len(dropped) > 0 {
+		s.logFor(ctx).Warn("unknown payment channel codes dropped", zap.Strings("codes", validUTF8(dropped)), zap.Int64("goid", goid))
 	}
-	payer.Contact = c.contact()
+	if err != nil {
+		return nil, &refusal{desc: strings.ToValidUTF8(err.Error(), "?")}
+	}
+	payer := sel.Payer
+	payer.Contact = s.contact(ctx, c, goid)
+	lang, known := GatewayLang(c.Lang, m.Lang)
+	if !known {
+		s.logFor(ctx).Warn("unknown lang replaced by the merchant's default", zap.String("lang", strings.ToValidUTF8(c.Lang, "?")),
+			zap.String("default", lang), zap.Int64("goid", goid))
+	}
 	if payer.AllowedPaymentInstruments == nil && payer.DefaultPaymentInstrument == "" && payer.Contact == nil {
 		payer = nil
 	}
@@ -86,7 +108,7 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64) (*restbackend.Pa
 		Currency:         strings.ToUpper(trim(c.Currency)),
 		OrderNumber:      trim(c.OrderNumber),
 		OrderDescription: product,
-		Lang:             strings.ToUpper(trim(c.Lang)),
+		Lang:             lang,
 		Callback:         s.callbacks(goid),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
@@ -174,7 +196,7 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M
-	req, r := s.paymentRequest(c, m.GoID)
+	req, r := s.paymentRequest(ctx, c, m)
 	if r != nil {
 		return fail(r)
 	}
@@ -316,4 +338,13 @@ func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreat
 	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
 	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
 	return &BuyerCreateResult{BuyerEmail: in.BuyerEmail, EshopGoID: in.EshopGoID, Result: Failed, ResultDescription: &desc}, nil
+}
+
+// validUTF8 makes values safe to log.
+func validUTF8(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.ToValidUTF8(v, "?")
+	}
+	return out
 }
