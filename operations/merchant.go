@@ -23,12 +23,23 @@ type Merchant struct {
 	// NotificationURL is the e-shop's legacy notification URL (one per
 	// e-shop, not per payment); empty means the e-shop gets none.
 	NotificationURL string `yaml:"notification_url"`
+	// VoidRecurrentReply is the signature scheme of the voidRecurrentPayment
+	// reply, for what the e-shop's client library verifies: ReplyPaymentResult
+	// (the PHP library; also when empty) or ReplyPaymentSession (the .NET
+	// library). No single reply satisfies both.
+	VoidRecurrentReply string `yaml:"void_recurrent_reply"`
 }
+
+// Reply signature schemes a merchant can choose for voidRecurrentPayment.
+const (
+	ReplyPaymentResult  = "paymentResult"  // paymentSessionId|result|secureKey
+	ReplyPaymentSession = "paymentSession" // targetGoId|paymentSessionId|secureKey
+)
 
 // String never shows the client secret or the secure key.
 func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL)
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, voidRecurrentReply:%s}",
+		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.VoidRecurrentReply)
 }
 
 // GoString is String, so %#v does not leak secrets either.
@@ -44,6 +55,12 @@ func (m *Merchant) Normalize() {
 	}
 	m.Currency = strings.ToUpper(m.Currency)
 	m.Lang = strings.ToUpper(m.Lang)
+	// Empty stays empty: the PHP library's paymentResult scheme.
+	for _, scheme := range []string{ReplyPaymentResult, ReplyPaymentSession} {
+		if strings.EqualFold(strings.TrimSpace(m.VoidRecurrentReply), scheme) {
+			m.VoidRecurrentReply = scheme
+		}
+	}
 }
 
 // Problems lists what is wrong with a normalized m, in field order; the
@@ -58,6 +75,10 @@ func (m Merchant) Problems() []restbackend.Problem {
 	}
 	if !letters(m.Lang, 2) {
 		ps = append(ps, restbackend.Problem{Field: "lang", Msg: fmt.Sprintf("language %q is not a 2-letter code", m.Lang)})
+	}
+	if m.VoidRecurrentReply != "" && m.VoidRecurrentReply != ReplyPaymentResult && m.VoidRecurrentReply != ReplyPaymentSession {
+		ps = append(ps, restbackend.Problem{Field: "void_recurrent_reply", Msg: fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
+			m.VoidRecurrentReply, ReplyPaymentResult, ReplyPaymentSession)})
 	}
 	if m.NotificationURL != "" {
 		if msg := checkNotificationURL(m.NotificationURL); msg != "" {

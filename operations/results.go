@@ -88,13 +88,27 @@ func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*Paym
 
 // VoidRecurrentPayment serves voidRecurrentPayment.
 func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "voidRecurrentPayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
+	r, err := s.sessionAction(ctx, "voidRecurrentPayment", in, func(ctx context.Context, m Merchant, id int64) (*restbackend.Result, error) {
 		res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
 		if err != nil {
 			return nil, s.gatewayFailed(ctx, "void recurrence", m.GoID, id, err)
 		}
 		return res, nil
 	})
+	// The .NET library verifies this reply with the paymentSession scheme;
+	// the merchant's setting says which its client library checks. Replies
+	// without a known key stay unsigned either way.
+	if err != nil || r.EncryptedSignature == nil || r.PaymentSessionID == nil || in == nil || in.TargetGoID == nil {
+		return r, err
+	}
+	if m, ok := s.merchants[*in.TargetGoID]; ok && m.VoidRecurrentReply == ReplyPaymentSession {
+		sig, err := Sign(m.SecureKey, PaymentSessionFields(FormatInt(m.GoID), FormatInt(*r.PaymentSessionID))...)
+		if err != nil {
+			return nil, err
+		}
+		r.EncryptedSignature = &sig
+	}
+	return r, nil
 }
 
 // RefundPayment serves refundPayment(sessionInfo): it refunds what is left

@@ -105,3 +105,30 @@ func decodeString(t *testing.T, s string) *soapenc.Call {
 	require.NoError(t, err)
 	return call
 }
+
+// voidRecurrentPayment from the .NET proxy (href form): the reply is
+// signed with the scheme the merchant's setting names, paymentResult by
+// default (PHP), paymentSession for a .NET shop.
+func TestVariantVoidRecurrentReplyScheme(t *testing.T) {
+	for _, scheme := range []string{"", operations.ReplyPaymentSession} {
+		t.Run("scheme="+scheme, func(t *testing.T) {
+			h := demoHarness(t, func(m *operations.Merchant) { m.VoidRecurrentReply = scheme })
+			id := createDemo(t, h, true)
+			require.Equal(t, int64(3000000001), id)
+			h.act(id, payCard)
+			resp, err := h.api.Invoke(context.Background(), decodeFile(t, filepath.Join(variantsDir, "dotnet-voidRecurrentPayment.xml")))
+			require.NoError(t, err)
+			r := resp.Return
+			require.Equal(t, operations.Finished, r.Field("result").Text, r.Field("resultDescription").Text)
+			sig := r.Field("encryptedSignature").Text
+			asResult := operations.Verify(testSecureKey, sig, operations.PaymentResultFields("3000000001", operations.Finished)...)
+			asSession := operations.Verify(testSecureKey, sig, operations.PaymentSessionFields("8123456789", "3000000001")...)
+			assert.Equal(t, scheme == "", asResult, "paymentResult scheme")
+			assert.Equal(t, scheme != "", asSession, "paymentSession scheme")
+			p, err := h.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), id)
+			require.NoError(t, err)
+			require.NotNil(t, p.Recurrence)
+			assert.Equal(t, "STOPPED", p.Recurrence.RecurrenceState)
+		})
+	}
+}
