@@ -42,7 +42,17 @@ func (s *Service) contact(ctx context.Context, c *PaymentCommand, goid int64) *r
 }
 
 // SignatureFields are the paymentCommand signature fields as sent.
-func (c *PaymentCommand) SignatureFields() []string {
+func (c *PaymentCommand) SignatureFields() []string { return c.signatureFields().Fields() }
+
+// verify checks the command's signature over the canonical fields or, for
+// the .NET library, over the untrimmed ones; each in UTF-8 or windows-1250.
+func (c *PaymentCommand) verify(secureKey string) bool {
+	f := c.signatureFields()
+	_, ok := VerifyCompat(secureKey, c.EncryptedSignature, f.Fields(), f.Untrimmed())
+	return ok
+}
+
+func (c *PaymentCommand) signatureFields() PaymentCommandFields {
 	return PaymentCommandFields{
 		TargetGoID:       formatOptInt(c.TargetGoID),
 		ProductName:      c.ProductName,
@@ -57,7 +67,7 @@ func (c *PaymentCommand) SignatureFields() []string {
 		RecurrenceCycle:  c.RecurrenceCycle,
 		RecurrencePeriod: formatOptInt(c.RecurrencePeriod),
 		PaymentChannels:  c.PaymentChannels,
-	}.Fields()
+	}
 }
 
 // paymentRequest maps a verified command of merchant m onto the REST create
@@ -192,7 +202,7 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	if !Verify(ref.M.SecureKey, c.EncryptedSignature, c.SignatureFields()...) {
+	if !c.verify(ref.M.SecureKey) {
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M

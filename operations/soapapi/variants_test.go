@@ -132,3 +132,34 @@ func TestVariantVoidRecurrentReplyScheme(t *testing.T) {
 		})
 	}
 }
+
+// createPayment of the .NET proxy (signed over untrimmed values, channels
+// joined with ", ", lang "cs", countryCode SVK, customer by href) and of the
+// Java stubs on a Czech Windows server (signed over windows-1250 bytes,
+// 96 hex): both create the payment with clean values.
+func TestVariantCreatePayments(t *testing.T) {
+	cases := []struct {
+		file, product, order, country string
+	}{
+		{"dotnet-createPayment-untrimmed.xml", "Objednávka 42", "net-42", "SVK"},
+		{"java24-createPayment-cp1250.xml", "Objednávka č. 42 – žluťoučký kůň", "java-1250-42", "CZE"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			h := demoHarness(t, nil)
+			resp, err := h.api.Invoke(context.Background(), decodeFile(t, filepath.Join(variantsDir, tc.file)))
+			require.NoError(t, err)
+			r := resp.Return
+			require.Equal(t, operations.CallCompleted, r.Field("result").Text, r.Field("resultDescription").Text)
+			rest := h.rec.String()
+			assert.Contains(t, rest, `"lang": "CS"`)
+			assert.Contains(t, rest, `"country_code": "`+tc.country+`"`)
+			assert.Contains(t, rest, `"PAYMENT_CARD"`)
+			assert.Contains(t, rest, `"KOMBCZPP"`)
+			p, err := h.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), 3000000001)
+			require.NoError(t, err)
+			assert.Equal(t, tc.order, p.OrderNumber)
+			assert.Contains(t, rest, `"name": "`+tc.product+`"`)
+		})
+	}
+}
