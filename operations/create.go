@@ -340,13 +340,24 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 }
 
 // CreateBuyer cannot be served: the REST interface has no buyer accounts.
-// No signature scheme is published for its reply, so none is sent.
+// The request's signature is still checked with the Java 2.4 library's
+// scheme (the only one published) so that the e-shop learns of a wrong key.
+// No scheme is published for the reply, so it is sent unsigned.
 func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
 	if in == nil {
-		in = &BuyerCreate{}
+		in = &BuyerCreate{Invalid: "missing buyerCreate"}
 	}
 	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
-	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
+	ref := sessionRef{GoID: in.EshopGoID}
+	switch {
+	case in.Invalid != "":
+		desc = in.Invalid
+	case s.merchantOf(&ref) != nil:
+		desc = s.merchantOf(&ref).desc
+	case !Verify(ref.M.SecureKey, in.EncryptedSignature, CreateBuyerFields(formatOptInt(in.EshopGoID), in.BuyerUsername, deref(in.BuyerEmail))...):
+		desc = "invalid encryptedSignature of buyerCreate: it does not verify with the e-shop's secure key (eshopGoId|buyerUsername|buyerEmail); " + desc
+	}
+	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", strings.ToValidUTF8(desc, "?")))
 	return &BuyerCreateResult{BuyerEmail: in.BuyerEmail, EshopGoID: in.EshopGoID, Result: Failed, ResultDescription: &desc}, nil
 }
 

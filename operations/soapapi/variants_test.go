@@ -163,3 +163,30 @@ func TestVariantCreatePayments(t *testing.T) {
 		})
 	}
 }
+
+// createBuyer signed as the Java 2.4 library signs it (with buyerUsername,
+// a member beyond the WSDL): still FAILED, as REST has no buyers, but a
+// wrong signature is named as such.
+func TestCreateBuyerSignature(t *testing.T) {
+	h := demoHarness(t, nil)
+	sig, err := operations.Sign(testSecureKey, operations.CreateBuyerFields("8123456789", "jan.novak", "jan@example.cz")...)
+	require.NoError(t, err)
+	call := func(user, sig string) *soapenc.Value {
+		env := `<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body>` +
+			`<ns1:createBuyer xmlns:ns1="http://gate.gopay.cz/ws"><request xsi:type="ns1:EBuyerCreate"><buyerEmail>jan@example.cz</buyerEmail>` +
+			`<buyerUsername>` + user + `</buyerUsername><encryptedSignature>` + sig + `</encryptedSignature><eshopGoId>8123456789</eshopGoId></request>` +
+			`</ns1:createBuyer></soapenv:Body></soapenv:Envelope>`
+		resp, err := h.api.Invoke(context.Background(), decodeString(t, env))
+		require.NoError(t, err)
+		return resp.Return
+	}
+	r := call("jan.novak", sig)
+	assert.Equal(t, operations.Failed, r.Field("result").Text)
+	assert.Equal(t, "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts", r.Field("resultDescription").Text)
+	assert.True(t, r.Field("encryptedSignature").IsAbsent(), "no reply scheme is published")
+	assert.Equal(t, "(no REST call)\n", h.rec.String())
+
+	r = call("someone.else", sig)
+	assert.Equal(t, operations.Failed, r.Field("result").Text)
+	assert.Contains(t, r.Field("resultDescription").Text, "invalid encryptedSignature of buyerCreate")
+}
