@@ -349,3 +349,79 @@ func TestVariantsPayBaseWindows1250InBrowser(t *testing.T) {
 	st := flowStatus(t, b.URL, id)
 	assert.Equal(t, product, flowText(st, "productName"), "the shop's own check compares the product name")
 }
+
+var java24Stubs axisHarness // from the served WSDL as the Java 2.4 library's stubs saw it
+
+// java24WSDL is the served WSDL with the refund part named "request" (not
+// "refundRequest") and the refund operations' input qualified with
+// http://gate.gopay.cz/ws, as in the Java 2.4 library's pre-generated stubs.
+func java24WSDL(t *testing.T, b *bridgeProc) string {
+	t.Helper()
+	resp, err := http.Get(b.WSDLURL)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	doc := etree.NewDocument()
+	require.NoError(t, doc.ReadFromBytes(raw))
+	renamed := 0
+	for _, msg := range doc.FindElements("//message") {
+		for _, part := range msg.SelectElements("part") {
+			if part.SelectAttrValue("name", "") == "refundRequest" {
+				part.CreateAttr("name", "request")
+				renamed++
+			}
+		}
+	}
+	require.Equal(t, 2, renamed, "partiallyRefundPayment's and refundPayment's refundRequest parts")
+	for _, op := range doc.FindElements("//portType/operation") {
+		if op.SelectAttrValue("parameterOrder", "") == "refundRequest" {
+			op.CreateAttr("parameterOrder", "request")
+		}
+	}
+	qualified := 0
+	for _, op := range doc.FindElements("//binding/operation") {
+		if name := op.SelectAttrValue("name", ""); name != "partiallyRefundPayment" && name != "refundPayment" {
+			continue
+		}
+		if body := op.FindElement("input/body"); body != nil {
+			body.CreateAttr("namespace", "http://gate.gopay.cz/ws")
+			qualified++
+		}
+	}
+	require.Equal(t, 3, qualified, "partiallyRefundPayment and both refundPayment inputs")
+	path := filepath.Join(t.TempDir(), "EPaymentServiceV2.java24.wsdl")
+	require.NoError(t, doc.WriteToFile(path))
+	return path
+}
+
+// Real Axis 1.4 stubs generated from the Java 2.4 form of the WSDL: the
+// refund scenarios (partiallyRefundPayment, both refundPayment overloads)
+// send the part named "request" and still refund.
+func TestAxisJava24RefundPart(t *testing.T) {
+	requireJava(t)
+	b := startBridge(t)
+	wsdlPath := java24WSDL(t, b)
+	java, cp := axisBuild(t, &java24Stubs, "java24", wsdlPath)
+	var list []scenario
+	for _, sc := range scenarios {
+		if strings.HasPrefix(sc.name, "refund_") {
+			list = append(list, sc)
+		}
+	}
+	require.Len(t, list, 2)
+	from := b.log.Len()
+	runScenarios(t, b, list, func(t *testing.T, name string, args ...string) (facts, error) {
+		return runAxis(t, java, cp, b, append([]string{name}, args...)...)
+	})
+	// The stubs did name the part "request" and qualify the operation with
+	// the gate namespace.
+	stub, err := os.ReadFile(filepath.Join(e2eTmp, "axis-java24", "src", "bridgeclient", "EPaymentServiceV2SoapBindingStub.java"))
+	require.NoError(t, err)
+	assert.Contains(t, string(stub), `new javax.xml.namespace.QName("", "request")`)
+	assert.Contains(t, string(stub), `new javax.xml.namespace.QName("http://gate.gopay.cz/ws", "partiallyRefundPayment")`)
+	require.Eventually(t, func() bool {
+		log := b.log.String()[from:]
+		return strings.Contains(log, `"op":"partiallyRefundPayment","ns":"http://gate.gopay.cz/ws"`)
+	}, 10*time.Second, 50*time.Millisecond, "the bridge saw partiallyRefundPayment in the gate namespace")
+}
