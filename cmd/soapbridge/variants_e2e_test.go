@@ -160,7 +160,7 @@ func TestVariantsCreateAndRefund(t *testing.T) {
 	javaID, ret := createVariant(t, b, "java24-createPayment-cp1250.xml", axisHeaders)
 	assert.Equal(t, "Objednávka č. 42 – žluťoučký kůň", childText(ret, "productName"))
 	// .NET: untrimmed signature, ", " channels, lang cs, countryCode SVK.
-	netID, ret := createVariant(t, b, "dotnet-createPayment-untrimmed.xml", dotnetHeaders)
+	_, ret = createVariant(t, b, "dotnet-createPayment-untrimmed.xml", dotnetHeaders)
 	assert.Equal(t, " Objednávka 42 ", childText(ret, "productName"), "the reply carries the product name as the shop sent it")
 
 	// Refunds of 5.00 of a paid payment, in each client's form.
@@ -179,11 +179,7 @@ func TestVariantsCreateAndRefund(t *testing.T) {
 			if i > 0 {
 				id, _ = createVariant(t, b, "dotnet-createPayment-untrimmed.xml", dotnetHeaders)
 			}
-			if i == 0 {
-				sandboxPay(t, b, id)
-			} else {
-				sandboxPay(t, b, id)
-			}
+			sandboxPay(t, b, id)
 			desc := "Partial refund"
 			if !rf.java {
 				desc = "Vrácení části"
@@ -196,7 +192,6 @@ func TestVariantsCreateAndRefund(t *testing.T) {
 			assert.Equal(t, "PARTIALLY_REFUNDED", sandboxState(t, b, id))
 		})
 	}
-	assert.NotEmpty(t, netID)
 }
 
 // voidRecurrentPayment from the .NET proxy: with the merchant set to the
