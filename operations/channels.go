@@ -92,21 +92,6 @@ func legacyCode(instrument, swift string) (string, bool) {
 	return "", false
 }
 
-// allowedMethods maps paymentChannels (comma separated) and
-// defaultPaymentChannel onto the payer's method settings, refusing any code
-// it does not know. Kept for the current createPayment path; new callers use
-// selectChannels, which drops unknown codes instead.
-func allowedMethods(list, def string) (*restbackend.Payer, error) {
-	sel, _ := selectChannels(list, def)
-	if len(sel.DroppedList) > 0 { // also when none was known
-		return nil, fmt.Errorf("unknown payment channel %q in paymentChannels", sel.DroppedList[0])
-	}
-	if sel.DroppedDefault != "" {
-		return nil, fmt.Errorf("unknown payment channel %q in defaultPaymentChannel", sel.DroppedDefault)
-	}
-	return sel.Payer, nil
-}
-
 // channelSelection is paymentChannels and defaultPaymentChannel read into
 // the payer's method settings, with the codes that were left out.
 type channelSelection struct {

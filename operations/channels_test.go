@@ -58,12 +58,3 @@ func TestSelectChannelsNoneKnown(t *testing.T) {
 	assert.Nil(t, sel.Payer)
 	assert.Equal(t, []string{"xx_a", "xx_b"}, sel.DroppedList)
 }
-
-// The strict function create.go calls today keeps its messages.
-func TestAllowedMethodsStillStrict(t *testing.T) {
-	_, err := allowedMethods("xx_a", "")
-	assert.EqualError(t, err, `unknown payment channel "xx_a" in paymentChannels`)
-	p, err := allowedMethods("cz_gp_c, cz_cs_c", "")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"PAYMENT_CARD"}, p.AllowedPaymentInstruments)
-}

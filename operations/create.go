@@ -14,8 +14,10 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// contact is the e-shop's customer of c, trimmed; nil when it gave none.
-func (c *PaymentCommand) contact() *restbackend.Contact {
+// contact is the e-shop's customer of c, trimmed, its countryCode in the
+// gateway's three-letter form; nil when it gave none. A countryCode that
+// names no country is left out and logged (it is optional data).
+func (s *Service) contact(ctx context.Context, c *PaymentCommand, goid int64) *restbackend.Contact {
 	cd := c.CustomerData
 	if cd == nil {
 		return nil
@@ -26,6 +28,13 @@ func (c *PaymentCommand) contact() *restbackend.Contact {
 		PhoneNumber: t(cd.PhoneNumber), City: t(cd.City), Street: t(cd.Street),
 		PostalCode: t(cd.PostalCode), CountryCode: t(cd.CountryCode),
 	}
+	if iso3, known := GatewayCountry(ct.CountryCode); known {
+		ct.CountryCode = iso3
+	} else {
+		s.logFor(ctx).Warn("unknown customerData.countryCode left out", zap.String("countryCode", strings.ToValidUTF8(ct.CountryCode, "?")),
+			zap.Int64("goid", goid))
+		ct.CountryCode = ""
+	}
 	if ct == (restbackend.Contact{}) {
 		return nil
 	}
@@ -33,7 +42,17 @@ func (c *PaymentCommand) contact() *restbackend.Contact {
 }
 
 // SignatureFields are the paymentCommand signature fields as sent.
-func (c *PaymentCommand) SignatureFields() []string {
+func (c *PaymentCommand) SignatureFields() []string { return c.signatureFields().Fields() }
+
+// verify checks the command's signature over the canonical fields or, for
+// the .NET library, over the untrimmed ones; each in UTF-8 or windows-1250.
+func (c *PaymentCommand) verify(secureKey string) bool {
+	f := c.signatureFields()
+	_, ok := VerifyCompat(secureKey, c.EncryptedSignature, f.Fields(), f.Untrimmed())
+	return ok
+}
+
+func (c *PaymentCommand) signatureFields() PaymentCommandFields {
 	return PaymentCommandFields{
 		TargetGoID:       formatOptInt(c.TargetGoID),
 		ProductName:      c.ProductName,
@@ -48,12 +67,16 @@ func (c *PaymentCommand) SignatureFields() []string {
 		RecurrenceCycle:  c.RecurrenceCycle,
 		RecurrencePeriod: formatOptInt(c.RecurrencePeriod),
 		PaymentChannels:  c.PaymentChannels,
-	}.Fields()
+	}
 }
 
-// paymentRequest maps a verified command onto the REST create request; the
-// callbacks point at the bridge, which relays them to the e-shop.
-func (s *Service) paymentRequest(c *PaymentCommand, goid int64, token string) (*restbackend.PaymentRequest, *refusal) {
+// paymentRequest maps a verified command of merchant m onto the REST create
+// request; the callbacks point at the bridge, which relays them to the
+// e-shop. What the gateway would refuse but the shop cannot change (a
+// channel code the bridge does not know, a language it does not offer) is
+// dropped or replaced with a warning, never a failed payment.
+func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merchant, token string) (*restbackend.PaymentRequest, *refusal) {
+	goid := m.GoID
 	switch {
 	case c.TotalPrice == nil || *c.TotalPrice <= 0:
 		return nil, refuse("paymentCommand.totalPrice must be a positive amount in minor units")
@@ -69,11 +92,20 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64, token string) (*
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
-	payer, err := allowedMethods(c.PaymentChannels, c.DefaultPaymentChannel)
-	if err != nil {
-		return nil, &refusal{desc: err.Error()}
+	sel, err := selectChannels(c.PaymentChannels, c.DefaultPaymentChannel)
+	if dropped := sel.Dropped(); len(dropped) > 0 {
+		s.logFor(ctx).Warn("unknown payment channel codes dropped", zap.Strings("codes", validUTF8(dropped)), zap.Int64("goid", goid))
 	}
-	payer.Contact = c.contact()
+	if err != nil {
+		return nil, &refusal{desc: strings.ToValidUTF8(err.Error(), "?")}
+	}
+	payer := sel.Payer
+	payer.Contact = s.contact(ctx, c, goid)
+	lang, known := GatewayLang(c.Lang, m.Lang)
+	if !known {
+		s.logFor(ctx).Warn("unknown lang replaced by the merchant's default", zap.String("lang", strings.ToValidUTF8(c.Lang, "?")),
+			zap.String("default", lang), zap.Int64("goid", goid))
+	}
 	if payer.AllowedPaymentInstruments == nil && payer.DefaultPaymentInstrument == "" && payer.Contact == nil {
 		payer = nil
 	}
@@ -86,7 +118,7 @@ func (s *Service) paymentRequest(c *PaymentCommand, goid int64, token string) (*
 		Currency:         strings.ToUpper(trim(c.Currency)),
 		OrderNumber:      trim(c.OrderNumber),
 		OrderDescription: product,
-		Lang:             strings.ToUpper(trim(c.Lang)),
+		Lang:             lang,
 		Callback:         s.callbacks(goid, token),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
@@ -172,12 +204,12 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	if !Verify(ref.M.SecureKey, c.EncryptedSignature, c.SignatureFields()...) {
+	if !c.verify(ref.M.SecureKey) {
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M
 	token := newReturnToken()
-	req, r := s.paymentRequest(c, m.GoID, token)
+	req, r := s.paymentRequest(ctx, c, m, token)
 	if r != nil {
 		return fail(r)
 	}
@@ -364,12 +396,32 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 }
 
 // CreateBuyer cannot be served: the REST interface has no buyer accounts.
-// No signature scheme is published for its reply, so none is sent.
+// The request's signature is still checked with the Java 2.4 library's
+// scheme (the only one published) so that the e-shop learns of a wrong key.
+// No scheme is published for the reply, so it is sent unsigned.
 func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
 	if in == nil {
-		in = &BuyerCreate{}
+		in = &BuyerCreate{Invalid: "missing buyerCreate"}
 	}
 	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
-	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", desc))
+	ref := sessionRef{GoID: in.EshopGoID}
+	switch {
+	case in.Invalid != "":
+		desc = in.Invalid
+	case s.merchantOf(&ref) != nil:
+		desc = s.merchantOf(&ref).desc
+	case !Verify(ref.M.SecureKey, in.EncryptedSignature, CreateBuyerFields(formatOptInt(in.EshopGoID), in.BuyerUsername, deref(in.BuyerEmail))...):
+		desc = "invalid encryptedSignature of buyerCreate: it does not verify with the e-shop's secure key (eshopGoId|buyerUsername|buyerEmail); " + desc
+	}
+	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", strings.ToValidUTF8(desc, "?")))
 	return &BuyerCreateResult{BuyerEmail: in.BuyerEmail, EshopGoID: in.EshopGoID, Result: Failed, ResultDescription: &desc}, nil
+}
+
+// validUTF8 makes values safe to log.
+func validUTF8(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.ToValidUTF8(v, "?")
+	}
+	return out
 }

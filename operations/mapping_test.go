@@ -11,7 +11,7 @@ import (
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
-func TestAllowedMethods(t *testing.T) {
+func TestSelectChannelsMapping(t *testing.T) {
 	cases := []struct {
 		list, def string
 		want      restbackend.Payer
@@ -26,17 +26,19 @@ func TestAllowedMethods(t *testing.T) {
 			AllowedPaymentInstruments: []string{"PAYMENT_CARD", "BANK_ACCOUNT"}, DefaultPaymentInstrument: "PAYMENT_CARD"}},
 		{list: "SUPERCASH,eu_psc,eu_paypal,eu_gp_w,eu_pr_sms,cz_mp", want: restbackend.Payer{
 			AllowedPaymentInstruments: []string{"SUPERCASH", "PAYSAFECARD", "PAYPAL", "GOPAY", "PRSMS", "MPAYMENT"}}},
-		{list: "cz_kb,nope", err: `unknown payment channel "nope" in paymentChannels`},
-		{def: "nope", err: `unknown payment channel "nope" in defaultPaymentChannel`},
+		// Unknown codes are dropped; only a list of nothing but unknown codes fails.
+		{list: "cz_kb,nope", want: restbackend.Payer{AllowedPaymentInstruments: []string{"BANK_ACCOUNT"}, AllowedSwifts: []string{"KOMBCZPP"}}},
+		{def: "nope", want: restbackend.Payer{}},
+		{list: "nope", err: "no known payment channel in paymentChannels (unknown: nope)"},
 	}
 	for _, tc := range cases {
-		p, err := allowedMethods(tc.list, tc.def)
+		sel, err := selectChannels(tc.list, tc.def)
 		if tc.err != "" {
 			assert.EqualError(t, err, tc.err)
 			continue
 		}
 		require.NoError(t, err)
-		assert.Equal(t, tc.want, *p, tc.list)
+		assert.Equal(t, tc.want, *sel.Payer, tc.list)
 	}
 }
 
@@ -139,13 +141,13 @@ func TestCreatePaymentValidation(t *testing.T) {
 	for name, tc := range cases {
 		c := base()
 		tc.edit(c)
-		_, r := s.paymentRequest(c, testGoID, "tok")
+		_, r := s.paymentRequest(context.Background(), c, s.merchants[testGoID], "tok")
 		require.NotNil(t, r, name)
 		assert.Contains(t, r.desc, tc.want, name)
 	}
 	c := base()
 	c.RecurrentPayment, c.RecurrenceCycle, c.RecurrencePeriod = ptr(true), "month", ptr(int64(1))
-	req, r := s.paymentRequest(c, testGoID, "tok")
+	req, r := s.paymentRequest(context.Background(), c, s.merchants[testGoID], "tok")
 	require.Nil(t, r)
 	assert.Equal(t, &restbackend.Recurrence{RecurrenceCycle: "MONTH", RecurrencePeriod: 1}, req.Recurrence)
 	assert.Nil(t, req.Payer, "no channels and no customer: no payer")

@@ -30,6 +30,12 @@ type Merchant struct {
 	// wants two identical partial refunds gives them different
 	// descriptions, which are signed.
 	ReplayWindow time.Duration `yaml:"replay_window"`
+
+	// VoidRecurrentReply is the signature scheme of the voidRecurrentPayment
+	// reply, for what the e-shop's client library verifies: ReplyPaymentResult
+	// (the PHP library; also when empty) or ReplyPaymentSession (the .NET
+	// library). No single reply satisfies both.
+	VoidRecurrentReply string `yaml:"void_recurrent_reply"`
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to
@@ -37,10 +43,16 @@ type Merchant struct {
 // repeating an identical call on another day is served.
 const DefaultReplayWindow = 24 * time.Hour
 
+// Reply signature schemes a merchant can choose for voidRecurrentPayment.
+const (
+	ReplyPaymentResult  = "paymentResult"  // paymentSessionId|result|secureKey
+	ReplyPaymentSession = "paymentSession" // targetGoId|paymentSessionId|secureKey
+)
+
 // String never shows the client secret or the secure key.
 func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow)
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v, voidRecurrentReply:%s}",
+		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow, m.VoidRecurrentReply)
 }
 
 // GoString is String, so %#v does not leak secrets either.
@@ -59,6 +71,12 @@ func (m *Merchant) Normalize() {
 	}
 	m.Currency = strings.ToUpper(m.Currency)
 	m.Lang = strings.ToUpper(m.Lang)
+	// Empty stays empty: the PHP library's paymentResult scheme.
+	for _, scheme := range []string{ReplyPaymentResult, ReplyPaymentSession} {
+		if strings.EqualFold(strings.TrimSpace(m.VoidRecurrentReply), scheme) {
+			m.VoidRecurrentReply = scheme
+		}
+	}
 }
 
 // Problems lists what is wrong with a normalized m, in field order; the
@@ -76,6 +94,10 @@ func (m Merchant) Problems() []restbackend.Problem {
 	}
 	if m.ReplayWindow < time.Minute {
 		ps = append(ps, restbackend.Problem{Field: "replay_window", Msg: fmt.Sprintf("replay window %v is under a minute: a client's retry would act again", m.ReplayWindow)})
+	}
+	if m.VoidRecurrentReply != "" && m.VoidRecurrentReply != ReplyPaymentResult && m.VoidRecurrentReply != ReplyPaymentSession {
+		ps = append(ps, restbackend.Problem{Field: "void_recurrent_reply", Msg: fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
+			m.VoidRecurrentReply, ReplyPaymentResult, ReplyPaymentSession)})
 	}
 	if m.NotificationURL != "" {
 		if msg := checkNotificationURL(m.NotificationURL); msg != "" {

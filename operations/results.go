@@ -100,7 +100,7 @@ func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*Paym
 // VoidRecurrentPayment serves voidRecurrentPayment. A lost reply is
 // reconciled by the recurrence's state: STOPPED means voided.
 func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "voidRecurrentPayment", in, func(m Merchant, id int64, c *moneyCall) {
+	r, err := s.sessionAction(ctx, "voidRecurrentPayment", in, func(m Merchant, id int64, c *moneyCall) {
 		c.act = func(ctx context.Context) (store.CallRecord, error) {
 			res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
 			if err != nil {
@@ -120,6 +120,20 @@ func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*P
 		}
 		c.reconcile = s.stateCheck(m, id, recState("STOPPED"), recState("STARTED", "REQUESTED"))
 	})
+	// The .NET library verifies this reply with the paymentSession scheme;
+	// the merchant's setting says which its client library checks. Replies
+	// without a known key stay unsigned either way.
+	if err != nil || r.EncryptedSignature == nil || r.PaymentSessionID == nil || in == nil || in.TargetGoID == nil {
+		return r, err
+	}
+	if m, ok := s.merchants[*in.TargetGoID]; ok && m.VoidRecurrentReply == ReplyPaymentSession {
+		sig, err := Sign(m.SecureKey, PaymentSessionFields(FormatInt(m.GoID), FormatInt(*r.PaymentSessionID))...)
+		if err != nil {
+			return nil, err
+		}
+		r.EncryptedSignature = &sig
+	}
+	return r, nil
 }
 
 // RefundPayment serves refundPayment(sessionInfo): it refunds what is left

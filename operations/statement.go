@@ -73,9 +73,18 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 	if err != nil {
 		return nil, err
 	}
+	// The Java 2.4 and .NET libraries send no currency and sign four fields
+	// instead of five; each form is verified with its own scheme. The REST
+	// statement is of one account currency (its currency field is
+	// mandatory), and one file cannot join several formatted statements, so
+	// a request without currency gets the merchant's default currency.
 	currency := strings.ToUpper(t(r.Currency))
+	alts := [][]string{StatementRequestFields(r.DateFrom, r.DateTo, r.TargetGoID, r.Currency)}
 	if currency == "" {
-		return nil, &RequestError{"statementRequest.currency is missing"}
+		currency = m.Currency
+		// An empty currency parameter signed as an empty fifth field also
+		// verifies.
+		alts = append([][]string{StatementRequestFieldsNoCurrency(r.DateFrom, r.DateTo, r.TargetGoID)}, alts...)
 	}
 	// Legacy client libraries write the format as TYPE_CSV, TYPE_XLS, TYPE_ABO.
 	kind := strings.TrimPrefix(strings.ToUpper(t(r.ContentType)), "TYPE_")
@@ -87,7 +96,7 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 		return nil, &RequestError{"statementRequest.contentType must be CSV, XLS or ABO"}
 	}
 	// The signature covers the values as the e-shop sent them.
-	if !Verify(m.SecureKey, r.EncryptedSignature, StatementRequestFields(r.DateFrom, r.DateTo, r.TargetGoID, r.Currency)...) {
+	if _, ok := VerifyCompat(m.SecureKey, r.EncryptedSignature, alts...); !ok {
 		return nil, ErrBadSignature
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's

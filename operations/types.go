@@ -100,6 +100,9 @@ type BuyerCreate struct {
 	BuyerEmail         *string `legacy:"buyerEmail"`
 	EncryptedSignature string  `legacy:"encryptedSignature"`
 	EshopGoID          *int64  `legacy:"eshopGoId"`
+	// BuyerUsername is not in the WSDL; the Java 2.4 library sends and
+	// signs it.
+	BuyerUsername string `legacyExtra:"buyerUsername"`
 
 	Invalid string // see PaymentCommand.Invalid
 }

@@ -263,6 +263,7 @@ const (
 	envNotificationURL = envPrefix + "NOTIFICATION_URL"
 	envCurrency        = envPrefix + "CURRENCY"
 	envLang            = envPrefix + "LANG"
+	envVoidRecurrent   = envPrefix + "VOID_RECURRENT_REPLY"
 )
 
 // loadConfig reads the configuration from args, the environment and the
@@ -289,8 +290,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 			"       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials\n"+
 			"       soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
 			"Precedence: defaults < config file < environment < flags. Merchants come from the config file or from\n"+
-			"%s, %s, %s, %s, %s, %s, %s.\n\nFlags:\n",
-			envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang)
+			"%s, %s, %s, %s, %s, %s, %s, %s.\n\nFlags:\n",
+			envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -360,6 +361,7 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	}{
 		{envClientID, &m.ClientID}, {envClientSecret, &m.ClientSecret}, {envSecureKey, &m.SecureKey},
 		{envNotificationURL, &m.NotificationURL}, {envCurrency, &m.Currency}, {envLang, &m.Lang},
+		{envVoidRecurrent, &m.VoidRecurrentReply},
 	} {
 		if v := getenv(f.env); v != "" {
 			*f.p, set = v, true
@@ -400,6 +402,7 @@ func overlay(base, o Merchant) Merchant {
 	for _, f := range []struct{ dst, src *string }{
 		{&base.ClientID, &o.ClientID}, {&base.ClientSecret, &o.ClientSecret}, {&base.SecureKey, &o.SecureKey},
 		{&base.NotificationURL, &o.NotificationURL}, {&base.Currency, &o.Currency}, {&base.Lang, &o.Lang},
+		{&base.VoidRecurrentReply, &o.VoidRecurrentReply},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src
@@ -582,4 +585,5 @@ func checkHTTPURL(s string, withQuery bool) error {
 var merchantEnvByKey = map[string]string{
 	"goid": envGoID, "client_id": envClientID, "client_secret": envClientSecret, "secure_key": envSecureKey,
 	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL, "replay_window": "config file only",
+	"void_recurrent_reply": envVoidRecurrent,
 }

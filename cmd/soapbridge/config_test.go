@@ -370,3 +370,39 @@ func TestHelpPublicURL(t *testing.T) {
 	assert.Contains(t, out.String(), "http://<listen address>")
 	assert.NotContains(t, out.String(), "gateway callbacks); derived from the request when empty")
 }
+
+// void_recurrent_reply: per merchant from the file, overridden by the
+// environment, any case; an unknown scheme is a start-up error.
+func TestConfigVoidRecurrentReply(t *testing.T) {
+	file := writeConfigFile(t, fmt.Sprintf(`
+gateway_url: https://gw.sandbox.example/api
+public_url: https://bridge.example/
+merchants:
+  - goid: 8000000001
+    client_id: php-shop
+    client_secret: %[1]s-1
+    secure_key: %[2]s-1
+  - goid: 8000000002
+    client_id: dotnet-shop
+    client_secret: %[1]s-2
+    secure_key: %[2]s-2
+    void_recurrent_reply: PaymentSession
+`, cfgSecret, cfgKey))
+	cfg, err := loadConfig([]string{"-config", file}, envOf(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "", cfg.Merchants[0].VoidRecurrentReply, "default: the PHP library's paymentResult scheme")
+	assert.Equal(t, "paymentSession", cfg.Merchants[1].VoidRecurrentReply)
+
+	cfg, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_VOID_RECURRENT_REPLY": "paymentsession",
+	}), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "paymentSession", cfg.Merchants[0].VoidRecurrentReply)
+
+	_, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
+		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_VOID_RECURRENT_REPLY": "both",
+	}), &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "void_recurrent_reply")
+	assert.Contains(t, err.Error(), "SOAPBRIDGE_VOID_RECURRENT_REPLY")
+}

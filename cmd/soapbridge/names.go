@@ -82,7 +82,7 @@ func flagError(err error) error {
 
 // merchantEnv are the merchant variables.
 func merchantEnv() []string {
-	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang}
+	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent}
 }
 
 // envNotOurs are SOAPBRIDGE_ variables the project's own tests and tools

@@ -140,8 +140,11 @@ func (a *API) OperationNames() []string {
 
 // Invoke performs one decoded call. The operation is chosen by the RPC
 // element's local name; its namespace is expected to be wsdl.NSInput but
-// any is accepted (clients of that era were lax). A returned error is
-// always a *soapenc.Fault.
+// any is accepted (clients of that era were lax; the Java 2.4 stubs qualify
+// everything with http://gate.gopay.cz/ws). The part is found by its WSDL
+// name or as the call's only part, and an overload is told by the part's
+// type or members (chooseOverload). A returned error is always a
+// *soapenc.Fault.
 func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
 	if call == nil {
 		return nil, clientFault("empty request")
@@ -155,17 +158,12 @@ func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response
 	if call.Operation.Space != wsdl.NSInput {
 		log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
 	}
-	// An overloaded operation (refundPayment) is told by its part's name.
-	b := bs[0]
-	for _, o := range bs[1:] {
-		if o.op.Param != nil && call.Param(o.op.Param.Name) != nil {
-			b = o
-		}
-	}
+	part := inputPart(call, bs)
+	b := chooseOverload(bs, part)
 	var in any
 	if b.in != nil {
 		p := reflect.New(b.in)
-		decode(b.op.Param.Name, b.op.Param.Type, call.Param(b.op.Param.Name), p)
+		decode(b.op.Param.Name, b.op.Param.Type, part, p)
 		in = p.Interface()
 	}
 	out, err := b.call(ctx, in)
@@ -179,6 +177,59 @@ func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response
 	}
 	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
 	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, nil
+}
+
+// inputPart is the part of a call: the one named as in the WSDL (any
+// overload), else the call's only part. Client libraries name parts their
+// own way (the Java 2.4 stubs call the refund part "request"), so the name
+// only helps to find it.
+func inputPart(call *soapenc.Call, bs []binding) *soapenc.Value {
+	for _, b := range bs {
+		if b.op.Param != nil {
+			if v := call.Param(b.op.Param.Name); v != nil {
+				return v
+			}
+		}
+	}
+	if len(call.Params) == 1 {
+		return call.Params[0]
+	}
+	return nil
+}
+
+// chooseOverload picks the overload (refundPayment has two) whose part type
+// the sent part has: its xsi:type (in any namespace) or, untyped, its
+// members (amount, currency or description make an ERefundRequest).
+func chooseOverload(bs []binding, part *soapenc.Value) binding {
+	if len(bs) == 1 || part == nil {
+		return bs[0]
+	}
+	typ := part.Type.Local
+	if _, ok := goTypes[typ]; !ok {
+		typ = ""
+		for _, f := range []string{"amount", "currency", "description"} {
+			if part.Field(f) != nil {
+				typ = "ERefundRequest"
+			}
+		}
+		if typ == "" && part.Field("paymentSessionId") != nil {
+			typ = "EPaymentSessionInfo"
+		}
+	}
+	for _, b := range bs {
+		if b.op.Param != nil {
+			if _, local, _ := strings.Cut(b.op.Param.Type, ":"); local == typ {
+				return b
+			}
+		}
+	}
+	// Unknown type, no telling members: the part's WSDL name decides.
+	for _, b := range bs {
+		if b.op.Param != nil && b.op.Param.Name == part.Name {
+			return b
+		}
+	}
+	return bs[0]
 }
 
 func clientFault(msg string) *soapenc.Fault {

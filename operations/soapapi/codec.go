@@ -78,8 +78,29 @@ func walkFields(t reflect.Type) map[string][]int {
 	return out
 }
 
-// untaggedFields lists the fields of t without a legacy tag (embedded
-// structs are walked, not listed).
+// extraCache holds extraFields per type.
+var extraCache sync.Map // reflect.Type → map[string]int
+
+// extraFields maps the legacyExtra tags of t to field indexes: string
+// members some client libraries send beyond the WSDL (the Java 2.4
+// library's buyerUsername, which it signs). They are read when present and
+// never written.
+func extraFields(t reflect.Type) map[string]int {
+	if m, ok := extraCache.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := map[string]int{}
+	for i := range t.NumField() {
+		if name, ok := t.Field(i).Tag.Lookup("legacyExtra"); ok {
+			m[name] = i
+		}
+	}
+	extraCache.Store(t, m)
+	return m
+}
+
+// untaggedFields lists the fields of t without a legacy or legacyExtra tag
+// (embedded structs are walked, not listed).
 func untaggedFields(t reflect.Type) []string {
 	var out []string
 	for i := range t.NumField() {
@@ -88,7 +109,9 @@ func untaggedFields(t reflect.Type) []string {
 			out = append(out, untaggedFields(f.Type)...)
 			continue
 		}
-		if _, ok := f.Tag.Lookup("legacy"); !ok {
+		_, wire := f.Tag.Lookup("legacy")
+		_, extra := f.Tag.Lookup("legacyExtra")
+		if !wire && !extra {
 			out = append(out, t.Name()+"."+f.Name)
 		}
 	}
@@ -291,6 +314,11 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 			nested := reflect.New(dst.Type().Elem())
 			decodeStruct(part+"."+f.Name, tableTypes[local], fv, nested.Elem(), problem)
 			dst.Set(nested)
+		}
+	}
+	for name, i := range extraFields(s.Type()) {
+		if str, ok := v.Field(name).String(); ok {
+			s.Field(i).SetString(str)
 		}
 	}
 }

@@ -642,3 +642,37 @@ func goldenFlow(t *testing.T, name, got string) {
 	require.NoError(t, err, "run with -update-flows to create")
 	assert.Equal(t, string(want), got, name)
 }
+
+// The Java 2.4 and .NET libraries send no currency and sign four fields:
+// the statement is of the merchant's default currency (CZK here), and the
+// five-field scheme over an empty currency does not stand in for it.
+func TestStatementWithoutCurrency(t *testing.T) {
+	env := newFlEnv(t)
+	ctx := context.Background()
+	paid := env.create(t, "no-currency-1", "https://shop.example/ok", "https://shop.example/ko")
+	require.NoError(t, env.sb.Act(ctx, paid, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
+	today := time.Now().Format(time.DateOnly)
+	q := func(sig, kind string) string {
+		v := url.Values{"statementRequest.dateFrom": {"2020-01-01"}, "statementRequest.dateTo": {today},
+			"statementRequest.targetGoId": {"8123456789"}, "statementRequest.contentType": {kind},
+			"statementRequest.encryptedSignature": {sig}}
+		return env.bridge.URL + PathStatement + "?" + v.Encode()
+	}
+	four, err := operations.Sign(flSecureKey, operations.StatementRequestFieldsNoCurrency("2020-01-01", today, "8123456789")...)
+	require.NoError(t, err)
+	resp := env.get(t, q(four, "TYPE_CSV"))
+	b := body(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, b)
+	assert.Contains(t, b, operations.FormatInt(paid), "the CZK payment is in the default-currency statement")
+	assert.Contains(t, b, "CZK")
+
+	// TYPE_XLS reaches the gateway as XLS_A (the sandbox makes CSV only).
+	resp = env.get(t, q(four, "TYPE_XLS"))
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, body(t, resp), "XLS_A")
+
+	other, err := operations.Sign(flSecureKey, operations.StatementRequestFieldsNoCurrency("2020-01-02", today, "8123456789")...)
+	require.NoError(t, err)
+	resp = env.get(t, q(other, "TYPE_CSV"))
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a signature over other dates")
+}

@@ -234,7 +234,12 @@ func flowForm(c echo.Context) (url.Values, error) {
 	if err := r.ParseForm(); err != nil {
 		return nil, &pageError{http.StatusBadRequest, "Formulář nelze přečíst.", "The form cannot be read."}
 	}
-	return r.Form, nil
+	form, cs := toUTF8Form(r.Form, r.Header.Get(echo.HeaderContentType))
+	if cs == formUnreadable {
+		return nil, &pageError{http.StatusBadRequest, "Formulář není v kódování UTF-8 ani windows-1250.",
+			"The form is neither UTF-8 nor windows-1250."}
+	}
+	return form, nil
 }
 
 // payFull sends the customer of a payment created by createPayment to the
