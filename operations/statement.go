@@ -3,6 +3,7 @@ package operations
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"time"
 
@@ -45,11 +46,14 @@ type StatementRequest struct {
 	DateFrom, DateTo, TargetGoID, Currency, ContentType, EncryptedSignature string
 }
 
-// StatementFile is a statement to hand to the e-shop.
+// StatementFile is a statement to hand to the e-shop. Body streams the
+// gateway's file as it arrives (capped by the REST client's statement
+// limit, so a statement is never held whole in memory); the caller must
+// close it. A read error midway means the file is incomplete.
 type StatementFile struct {
 	Name        string
 	ContentType string
-	Body        []byte
+	Body        io.ReadCloser
 }
 
 // Statement serves get-account-statement: the REST account statement file
@@ -101,7 +105,7 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's
 	// context: a caller that hangs up stops the download.
-	body, err := s.gw.AccountStatement(ctx, m.Credentials(), &restbackend.StatementRequest{
+	body, err := s.gw.AccountStatementStream(ctx, m.Credentials(), &restbackend.StatementRequest{
 		DateFrom: from, DateTo: to, GoID: m.GoID, Currency: currency, Format: format.REST,
 	})
 	if err != nil {

@@ -106,6 +106,8 @@ type flOptions struct {
 	returnTimeout time.Duration
 	// restTimeout is the REST client's Timeout (its default when 0).
 	restTimeout time.Duration
+	// maxStatement is the REST client's MaxStatementSize (default when 0).
+	maxStatement int64
 }
 
 func newFlEnv(t *testing.T) *flEnv { return newFlEnvWith(t, flOptions{}) }
@@ -146,7 +148,7 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	var h http.Handler = http.NotFoundHandler()
 	env.bridge = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	env.outStore = &flSwitchStore{Store: st}
-	env.gw = restbackend.New(restbackend.Config{BaseURL: gwURL, Timeout: o.restTimeout})
+	env.gw = restbackend.New(restbackend.Config{BaseURL: gwURL, Timeout: o.restTimeout, MaxStatementSize: o.maxStatement})
 	env.svc, err = operations.New(operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}, SecureKey: flSecureKey,
 			NotificationURL: env.shop.srv.URL + "/notify?shop=1"}},
@@ -576,6 +578,28 @@ func TestStatementDownload(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	resp = env.get(t, q("2026-02-01", "2026-01-31", ""))
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// A statement over the REST client's cap is never handed on as a file:
+// the e-shop gets a 502, not a shorter statement that looks whole.
+func TestStatementOverCap(t *testing.T) {
+	env := newFlEnvWith(t, flOptions{maxStatement: 16})
+	sig, err := operations.Sign(flSecureKey, operations.StatementRequestFields("2026-01-01", "2026-01-31", "8123456789", "CZK")...)
+	require.NoError(t, err)
+	v := url.Values{"statementRequest.dateFrom": {"2026-01-01"}, "statementRequest.dateTo": {"2026-01-31"},
+		"statementRequest.targetGoId": {"8123456789"}, "statementRequest.currency": {"CZK"},
+		"statementRequest.encryptedSignature": {sig}}
+	resp, err := env.client.Get(env.bridge.URL + PathStatement + "?" + v.Encode())
+	require.NoError(t, err)
+	b, readErr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		// Streamed before the cap was hit: the transfer must break.
+		require.Error(t, readErr, "a statement over the cap arrived whole: %q", b)
+		return
+	}
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, string(b))
+	assert.NotContains(t, string(b), "Datum", "no statement content")
 }
 
 // Golden: the exact redirect and notification URLs of fixed inputs. The

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"errors"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -371,10 +372,19 @@ func (f *Flows) statement(c echo.Context) error {
 		}
 		return err
 	}
+	defer file.Body.Close()
 	h := c.Response().Header()
 	h.Set("Content-Disposition", `attachment; filename="`+file.Name+`"`)
 	h.Set("Cache-Control", "no-store")
-	return c.Blob(http.StatusOK, file.ContentType, file.Body)
+	h.Set(echo.HeaderContentType, file.ContentType)
+	c.Response().WriteHeader(http.StatusOK)
+	if _, err := io.Copy(c.Response(), file.Body); err != nil {
+		// The status is out already: abort the response so the client
+		// sees a broken transfer, never a shorter file that looks whole.
+		f.logOf(c).Warn("statement cut short", zap.Error(err))
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }
 
 // outboxCounts shows the outbox by state as JSON; dead notifications are
