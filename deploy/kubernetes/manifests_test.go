@@ -1,0 +1,391 @@
+// Package kubernetes_test checks the Kustomize base offline: every manifest
+// decodes strictly into the Kubernetes API types of k8s.io/api (an unknown
+// or misspelt field fails, as `kubectl apply --validate=strict` would), the
+// ServiceMonitor into a reviewed subset of the Prometheus Operator's type,
+// and the objects fit together (selectors, ports, probes, grace period).
+package kubernetes_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// kustomization is the part of kustomize's Kustomization this base uses;
+// anything else in the file is an error (strict decoding).
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Images     []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images,omitempty"`
+}
+
+// serviceMonitor is the subset of monitoring.coreos.com/v1 ServiceMonitor
+// this base uses, field names as in the operator's CRD (reviewed against
+// its API reference); a field outside it fails the test.
+type serviceMonitor struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port          string `json:"port"`
+			Path          string `json:"path,omitempty"`
+			Interval      string `json:"interval,omitempty"`
+			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+// newObject returns the Go type of a manifest's apiVersion and kind.
+func newObject(apiVersion, kind string) (any, error) {
+	switch apiVersion + "/" + kind {
+	case "v1/ConfigMap":
+		return &corev1.ConfigMap{}, nil
+	case "v1/Service":
+		return &corev1.Service{}, nil
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}, nil
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}, nil
+	case "autoscaling/v2/HorizontalPodAutoscaler":
+		return &autoscalingv2.HorizontalPodAutoscaler{}, nil
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, nil
+	case "monitoring.coreos.com/v1/ServiceMonitor":
+		return &serviceMonitor{}, nil
+	}
+	return nil, fmt.Errorf("no type known for %s %s", apiVersion, kind)
+}
+
+// decode decodes one manifest strictly into its API type.
+func decode(doc []byte) (any, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return nil, err
+	}
+	obj, err := newObject(tm.APIVersion, tm.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+	}
+	return obj, nil
+}
+
+// base is the decoded base: the kustomization and its resources by kind
+// and name.
+type base struct {
+	k       kustomization
+	objects map[string]any // "Kind/name"
+}
+
+func loadBase(t *testing.T) base {
+	t.Helper()
+	raw, err := os.ReadFile("kustomization.yaml")
+	require.NoError(t, err)
+	b := base{objects: map[string]any{}}
+	require.NoError(t, yaml.UnmarshalStrict(raw, &b.k), "kustomization.yaml")
+	require.Equal(t, "kustomize.config.k8s.io/v1beta1", b.k.APIVersion)
+	require.Equal(t, "Kustomization", b.k.Kind)
+
+	// Every YAML file here is a resource of the base, and the other way
+	// round: a manifest left out of the list would never be applied.
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
+	assert.ElementsMatch(t, files, b.k.Resources, "kustomization.yaml lists every manifest")
+
+	for _, f := range b.k.Resources {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.False(t, bytes.Contains(raw, []byte("\n---")), "%s: one object per file", f)
+		obj, err := decode(raw)
+		require.NoError(t, err, f)
+		meta := objectMeta(obj)
+		require.NotEmpty(t, meta.Name, f)
+		key := fmt.Sprintf("%T/%s", obj, meta.Name)
+		require.NotContains(t, b.objects, key, "%s: duplicate", f)
+		b.objects[key] = obj
+	}
+	return b
+}
+
+func objectMeta(obj any) metav1.ObjectMeta {
+	switch o := obj.(type) {
+	case *serviceMonitor:
+		return o.Metadata
+	case metav1.Object:
+		return metav1.ObjectMeta{Name: o.GetName(), Labels: o.GetLabels()}
+	}
+	return metav1.ObjectMeta{}
+}
+
+func get[T any](t *testing.T, b base, name string) T {
+	t.Helper()
+	var zero T
+	o, ok := b.objects[fmt.Sprintf("%T/%s", zero, name)].(T)
+	require.True(t, ok, "the base has no %T %q", zero, name)
+	return o
+}
+
+// TestStrictDecodingCatchesTypos: the decoding the other tests rely on
+// refuses a misspelt field, a field at the wrong level and an unknown kind.
+func TestStrictDecodingCatchesTypos(t *testing.T) {
+	raw, err := os.ReadFile("deployment.yaml")
+	require.NoError(t, err)
+	_, err = decode(raw)
+	require.NoError(t, err)
+	for name, mutated := range map[string]string{
+		"misspelt":       strings.Replace(string(raw), "replicas: 2", "replica: 2", 1),
+		"wrong level":    strings.Replace(string(raw), "      automountServiceAccountToken: false", "      automountServiceAccountToken: false\n      readOnlyRootFilesystem: true", 1),
+		"duplicate key":  strings.Replace(string(raw), "replicas: 2", "replicas: 2\n  replicas: 3", 1),
+		"unknown kind":   strings.Replace(string(raw), "kind: Deployment", "kind: Deploymnet", 1),
+		"bad quantities": strings.Replace(string(raw), "memory: 320Mi", "memory: 320 MB", 1),
+	} {
+		require.NotEqual(t, string(raw), mutated, name)
+		_, err := decode([]byte(mutated))
+		assert.Error(t, err, name)
+	}
+	var sm serviceMonitor
+	raw, err = os.ReadFile("servicemonitor.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(raw, &sm))
+	assert.Error(t, yaml.UnmarshalStrict([]byte(strings.Replace(string(raw), "path:", "metricsPath:", 1)), &sm))
+}
+
+func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return corev1.EnvVar{}, false
+}
+
+func envDuration(t *testing.T, c corev1.Container, name string) time.Duration {
+	t.Helper()
+	e, ok := env(c, name)
+	require.True(t, ok, "%s is set", name)
+	d, err := time.ParseDuration(e.Value)
+	require.NoError(t, err, name)
+	return d
+}
+
+func namedPort(c corev1.Container, name string) (corev1.ContainerPort, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return corev1.ContainerPort{}, false
+}
+
+// selects reports whether sel matches every label it names in labels.
+func selects(sel map[string]string, labels map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDeployment(t *testing.T) {
+	b := loadBase(t)
+	d := get[*appsv1.Deployment](t, b, "soapbridge")
+	require.NotNil(t, d.Spec.Replicas)
+	assert.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "at least two replicas")
+	pod := d.Spec.Template
+	assert.True(t, selects(d.Spec.Selector.MatchLabels, pod.Labels), "the selector matches the pods")
+	require.Len(t, pod.Spec.Containers, 1)
+	c := pod.Spec.Containers[0]
+
+	// Probes on the admin listener, which listens beyond loopback.
+	admin, ok := namedPort(c, "admin")
+	require.True(t, ok)
+	al, ok := env(c, "SOAPBRIDGE_ADMIN_LISTEN")
+	require.True(t, ok)
+	assert.Equal(t, fmt.Sprintf("0.0.0.0:%d", admin.ContainerPort), al.Value, "the kubelet reaches the admin port")
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+		require.NotNil(t, p, name)
+		require.NotNil(t, p.HTTPGet, name)
+		assert.Equal(t, intstr.FromString("admin"), p.HTTPGet.Port, name)
+	}
+	assert.Equal(t, "/livez", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, "/livez", c.StartupProbe.HTTPGet.Path)
+	httpPort, ok := namedPort(c, "http")
+	require.True(t, ok)
+	l, ok := env(c, "SOAPBRIDGE_LISTEN")
+	require.True(t, ok)
+	assert.Equal(t, fmt.Sprintf(":%d", httpPort.ContainerPort), l.Value)
+
+	// Secrets: the DSN from a Secret key, the merchants' file from a
+	// Secret volume; no secret value written in the manifests.
+	dsn, ok := env(c, "SOAPBRIDGE_DATABASE")
+	require.True(t, ok)
+	require.NotNil(t, dsn.ValueFrom)
+	require.NotNil(t, dsn.ValueFrom.SecretKeyRef, "the DSN comes from a Secret")
+	cfg, ok := env(c, "SOAPBRIDGE_CONFIG")
+	require.True(t, ok)
+	var fromSecret bool
+	for _, m := range c.VolumeMounts {
+		if strings.HasPrefix(cfg.Value, m.MountPath+"/") {
+			for _, v := range pod.Spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil {
+					fromSecret = slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool {
+						return m.MountPath+"/"+k.Path == cfg.Value
+					})
+				}
+			}
+		}
+	}
+	assert.True(t, fromSecret, "SOAPBRIDGE_CONFIG names a file of a Secret volume")
+	for _, e := range c.Env {
+		assert.True(t, strings.HasPrefix(e.Name, "SOAPBRIDGE_"), e.Name)
+		for _, secret := range []string{"SECRET", "SECURE_KEY", "CLIENT_ID", "GOID"} {
+			assert.NotContains(t, e.Name, secret, "merchants come from the Secret's file, not plain variables")
+		}
+	}
+	cm := get[*corev1.ConfigMap](t, b, "soapbridge")
+	for k := range cm.Data {
+		assert.True(t, strings.HasPrefix(k, "SOAPBRIDGE_"), "the ConfigMap holds settings only: %s", k)
+		assert.NotContains(t, []string{"SOAPBRIDGE_DATABASE", "SOAPBRIDGE_CLIENT_SECRET", "SOAPBRIDGE_SECURE_KEY"}, k)
+	}
+	require.Len(t, c.EnvFrom, 1)
+	assert.Equal(t, cm.Name, c.EnvFrom[0].ConfigMapRef.Name)
+
+	// Graceful termination outlasts the preStop pause, the shutdown
+	// timeout and a call started at its last moment.
+	deadline := envDuration(t, c, "SOAPBRIDGE_CALL_DEADLINE")
+	shutdown := envDuration(t, c, "SOAPBRIDGE_SHUTDOWN_TIMEOUT")
+	assert.GreaterOrEqual(t, shutdown, deadline, "the bridge refuses a shutdown timeout under the call deadline")
+	require.NotNil(t, c.Lifecycle)
+	require.NotNil(t, c.Lifecycle.PreStop)
+	require.NotNil(t, c.Lifecycle.PreStop.Sleep, "no shell in the image: the kubelet's sleep")
+	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	require.NotNil(t, pod.Spec.TerminationGracePeriodSeconds)
+	grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	assert.Greater(t, grace, preStop+deadline+shutdown, "terminationGracePeriodSeconds")
+
+	// Non-root, read-only root file system, nothing extra.
+	psc := pod.Spec.SecurityContext
+	require.NotNil(t, psc)
+	require.NotNil(t, psc.RunAsNonRoot)
+	assert.True(t, *psc.RunAsNonRoot)
+	require.NotNil(t, psc.RunAsUser)
+	assert.NotZero(t, *psc.RunAsUser)
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	require.NotNil(t, sc.ReadOnlyRootFilesystem)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	require.NotNil(t, sc.AllowPrivilegeEscalation)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	require.NotNil(t, sc.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	require.NotNil(t, pod.Spec.AutomountServiceAccountToken)
+	assert.False(t, *pod.Spec.AutomountServiceAccountToken, "the bridge never talks to the API server")
+
+	// Requests and limits set, limits above requests, and the memory
+	// limit above the Go heap cap the bridge sets by default (192 MiB)
+	// plus what is outside the heap.
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, ok := c.Resources.Requests[r]
+		require.True(t, ok, "request %s", r)
+		lim, ok := c.Resources.Limits[r]
+		require.True(t, ok, "limit %s", r)
+		assert.Positive(t, req.Cmp(resource.Quantity{}), "request %s", r)
+		assert.Positive(t, lim.Cmp(req), "limit %s over the request", r)
+	}
+	memLimit := c.Resources.Limits[corev1.ResourceMemory]
+	assert.Positive(t, memLimit.Cmp(resource.MustParse("256Mi")), "memory limit leaves room over GOMEMLIMIT=192MiB")
+}
+
+func TestServicesKeepTheAdminPortInside(t *testing.T) {
+	b := loadBase(t)
+	d := get[*appsv1.Deployment](t, b, "soapbridge")
+	podLabels := d.Spec.Template.Labels
+	c := d.Spec.Template.Spec.Containers[0]
+	admin, _ := namedPort(c, "admin")
+
+	svc := get[*corev1.Service](t, b, "soapbridge")
+	assert.Equal(t, corev1.ServiceTypeClusterIP, svc.Spec.Type)
+	assert.True(t, selects(svc.Spec.Selector, podLabels))
+	require.NotEmpty(t, svc.Spec.Ports)
+	for _, p := range svc.Spec.Ports {
+		assert.NotEqual(t, intstr.FromString("admin"), p.TargetPort, "the public Service never carries the admin port")
+		assert.NotEqual(t, intstr.FromInt32(admin.ContainerPort), p.TargetPort)
+		assert.Equal(t, intstr.FromString("http"), p.TargetPort)
+	}
+
+	adm := get[*corev1.Service](t, b, "soapbridge-admin")
+	assert.Equal(t, corev1.ServiceTypeClusterIP, adm.Spec.Type)
+	assert.Equal(t, corev1.ClusterIPNone, adm.Spec.ClusterIP, "headless: one scrape target per pod")
+	assert.True(t, selects(adm.Spec.Selector, podLabels))
+	require.Len(t, adm.Spec.Ports, 1)
+	assert.Equal(t, intstr.FromString("admin"), adm.Spec.Ports[0].TargetPort)
+
+	sm := get[*serviceMonitor](t, b, "soapbridge")
+	assert.True(t, selects(sm.Spec.Selector.MatchLabels, adm.Labels), "the ServiceMonitor selects the admin Service")
+	assert.False(t, selects(sm.Spec.Selector.MatchLabels, svc.Labels), "and not the public one")
+	require.Len(t, sm.Spec.Endpoints, 1)
+	assert.Equal(t, adm.Spec.Ports[0].Name, sm.Spec.Endpoints[0].Port)
+	assert.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
+
+	np := get[*networkingv1.NetworkPolicy](t, b, "soapbridge")
+	assert.True(t, selects(np.Spec.PodSelector.MatchLabels, podLabels))
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port != nil && *p.Port == intstr.FromString("admin") {
+				assert.NotEmpty(t, rule.From, "the admin port is open only to named peers")
+			}
+		}
+	}
+}
+
+func TestDisruptionAndScaling(t *testing.T) {
+	b := loadBase(t)
+	d := get[*appsv1.Deployment](t, b, "soapbridge")
+	pdb := get[*policyv1.PodDisruptionBudget](t, b, "soapbridge")
+	require.NotNil(t, pdb.Spec.Selector)
+	assert.True(t, selects(pdb.Spec.Selector.MatchLabels, d.Spec.Template.Labels))
+	require.NotNil(t, pdb.Spec.MaxUnavailable)
+	assert.Less(t, pdb.Spec.MaxUnavailable.IntValue(), int(*d.Spec.Replicas), "a drain leaves a replica serving")
+
+	hpa := get[*autoscalingv2.HorizontalPodAutoscaler](t, b, "soapbridge")
+	assert.Equal(t, "Deployment", hpa.Spec.ScaleTargetRef.Kind)
+	assert.Equal(t, d.Name, hpa.Spec.ScaleTargetRef.Name)
+	require.NotNil(t, hpa.Spec.MinReplicas)
+	assert.GreaterOrEqual(t, *hpa.Spec.MinReplicas, int32(2))
+	assert.Equal(t, *d.Spec.Replicas, *hpa.Spec.MinReplicas, "an apply never scales below the autoscaler's minimum")
+	assert.Greater(t, hpa.Spec.MaxReplicas, *hpa.Spec.MinReplicas)
+	require.NotEmpty(t, hpa.Spec.Metrics)
+	_, hasCPURequest := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+	assert.True(t, hasCPURequest, "CPU utilization needs a CPU request")
+}
