@@ -109,7 +109,7 @@ func defaultConfig() Config {
 		SOAPPath:         "/axis/EPaymentServiceV2",
 		ServiceNamespace: wsdl.DefaultServiceNamespace,
 		MaxBodyBytes:     64 << 10,
-		MaxConns:         1024,
+		MaxConns:         4096,
 		MaxConnsPerIP:    256,
 		MaxDepth:         64,
 		MaxRefs:          1000,

@@ -45,7 +45,7 @@ func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
 	assert.Equal(t, ":8080", cfg.Listen)
 	assert.Equal(t, "/axis/EPaymentServiceV2", cfg.SOAPPath)
 	assert.Equal(t, int64(64<<10), cfg.MaxBodyBytes)
-	assert.Equal(t, 1024, cfg.MaxConns)
+	assert.Equal(t, 4096, cfg.MaxConns)
 	assert.Equal(t, 256, cfg.MaxConnsPerIP)
 	assert.Zero(t, cfg.RateLimit)
 	assert.Equal(t, "127.0.0.1:8090", cfg.SandboxListen)
