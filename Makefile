@@ -5,8 +5,13 @@ GO ?= go
 .PHONY: run test test-go deps vet fmt-check fuzz bench build load load-quick
 
 # Runs the bridge on the embedded sandbox gateway (no account, no network).
+# The sandbox keeps its payments in SOAPBRIDGE_SANDBOX_STATE, next to the
+# default SQLite database (soapbridge.db), so a restarted `make run` still
+# knows the payments the database refers to. Your own value of the variable
+# wins; `make run SOAPBRIDGE_SANDBOX_STATE=` keeps them in memory only.
+SOAPBRIDGE_SANDBOX_STATE ?= soapbridge-sandbox.json
 run:
-	$(GO) run ./cmd/soapbridge
+	SOAPBRIDGE_SANDBOX_STATE='$(SOAPBRIDGE_SANDBOX_STATE)' $(GO) run ./cmd/soapbridge
 
 # Installs what the tests need when it is missing (php-cli, php-soap,
 # libaxis-java, chromium, playwright-core, PostgreSQL), then runs every test.

@@ -1,7 +1,7 @@
 package main
 
 // Callbacks against the real binary: notifications that must all reach the
-// e-shop (partial refunds, payment ids repeated by a restarted embedded
+// e-shop (partial refunds, new payments after restarts of the embedded
 // sandbox), the return token in a real browser, and the return page shown
 // while the gateway does not answer.
 
@@ -86,30 +86,48 @@ func TestNotifyEveryPartialRefund(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "paid and three partial refunds delivered")
 }
 
-// `make run` restarted on the same database: the embedded sandbox keeps
-// nothing and numbers payments from the start again, the bridge keeps its
-// sessions and outbox. Every run's new payment still reaches the e-shop.
+// `make run` restarted on the same database, the bridge keeping its
+// sessions and outbox: every run's new payment reaches the e-shop. The
+// embedded sandbox never hands out an id the database has seen (ids seeded
+// from the clock; with a state file the counter goes on), so no new
+// payment's notification can collide with an old one's key — the key
+// collision itself is the unit test's (operations). With the state file
+// (what `make run` sets) the earlier runs' payments are still there.
 func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
-	shop := newFlowShop(t)
-	db := filepath.Join(t.TempDir(), "bridge.db")
-	notify := withEnv("SOAPBRIDGE_NOTIFICATION_URL=" + shop.srv.URL + "/notify")
-	ids := map[string]bool{}
-	for run := 1; run <= 3; run++ {
-		b := startBridge(t, withDB(db), notify)
-		shop.bridge = b.URL
-		order := fmt.Sprintf("RUN-%d", run)
-		id := flowCreate(t, shop, order)
-		ids[id] = true
-		flowPay(t, b.SandboxURL, id)
-		n := shop.waitNotification(t, id)
-		assert.Equal(t, order, n.Get("orderNumber"), "run %d", run)
-		require.Eventually(t, func() bool {
-			c := outboxCounts(t, b.URL)
-			return c["delivered"] == run && c["pending"] == 0
-		}, 10*time.Second, 50*time.Millisecond, "run %d", run)
-		b.Stop()
+	for _, mode := range []string{"memory", "state file"} {
+		t.Run(mode, func(t *testing.T) {
+			shop := newFlowShop(t)
+			dir := t.TempDir()
+			db := filepath.Join(dir, "bridge.db")
+			env := []string{"SOAPBRIDGE_NOTIFICATION_URL=" + shop.srv.URL + "/notify"}
+			if mode == "state file" {
+				env = append(env, "SOAPBRIDGE_SANDBOX_STATE="+filepath.Join(dir, "sandbox.json"))
+			}
+			seen := map[string]int{}
+			var previous string
+			for run := 1; run <= 3; run++ {
+				b := startBridge(t, withDB(db), withEnv(env...))
+				shop.bridge = b.URL
+				if previous != "" && mode == "state file" {
+					assert.Equal(t, "PAID", flowText(flowStatus(t, b.URL, previous), "sessionState"),
+						"run %d: the previous run's payment %s is still known to the sandbox", run, previous)
+				}
+				order := fmt.Sprintf("RUN-%d", run)
+				id := flowCreate(t, shop, order)
+				require.NotContains(t, seen, id, "run %d: id %s was handed out by run %d", run, id, seen[id])
+				seen[id] = run
+				flowPay(t, b.SandboxURL, id)
+				n := shop.waitNotification(t, id)
+				assert.Equal(t, order, n.Get("orderNumber"), "run %d", run)
+				require.Eventually(t, func() bool {
+					c := outboxCounts(t, b.URL)
+					return c["delivered"] == run && c["pending"] == 0
+				}, 10*time.Second, 50*time.Millisecond, "run %d: every payment so far notified once", run)
+				b.Stop()
+				previous = id
+			}
+		})
 	}
-	t.Logf("payment ids over three runs: %v (one id means the sandbox repeated it each run)", ids)
 }
 
 // The return token through a real browser, and the page a customer sees

@@ -52,6 +52,7 @@ type Config struct {
 	Sandbox          *bool         `yaml:"sandbox"` // nil: not set, the sandbox only for the demo (sandbox.go)
 	SandboxListen    string        `yaml:"sandbox_listen"`
 	SandboxPublicURL string        `yaml:"sandbox_public_url"`
+	SandboxState     string        `yaml:"sandbox_state"` // JSON file of the embedded sandbox's payments; "": memory only
 	Database         string        `yaml:"database"`
 	LogLevel         string        `yaml:"log_level"`
 	LogFormat        string        `yaml:"log_format"`
@@ -245,6 +246,8 @@ var settings = []setting{
 	},
 	strOpt("sandbox-listen", "address of the embedded sandbox gateway", func(c *Config) *string { return &c.SandboxListen }),
 	strOpt("sandbox-public-url", "public base URL of the embedded sandbox (payment page links); derived from the request when empty", func(c *Config) *string { return &c.SandboxPublicURL }),
+	strOpt("sandbox-state", "JSON file the embedded sandbox keeps its payments in across restarts (empty: memory only); "+
+		"payment ids never repeat either way", func(c *Config) *string { return &c.SandboxState }),
 	strOpt("database", "SQLite file path, or a postgres:// DSN", func(c *Config) *string { return &c.Database }),
 	strOpt("log-level", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
 	strOpt("log-format", "json or console", func(c *Config) *string { return &c.LogFormat }),

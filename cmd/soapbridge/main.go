@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -111,6 +112,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				zap.String("client_secret", demoOnly(m.ClientSecret, demoMerchant.ClientSecret)),
 				zap.String("secure_key", demoOnly(m.SecureKey, demoMerchant.SecureKey)))
 		}
+	} else if cfg.SandboxState != "" {
+		// Not an error: `make run` sets it for the demo, and a gateway URL
+		// given to `make run` should still just work.
+		log.Warn("sandbox_state is ignored: the bridge runs against gateway_url, not the embedded sandbox",
+			zap.String("sandbox_state", cfg.SandboxState))
 	}
 
 	st, err := store.Open(ctx, cfg.Database)
@@ -257,7 +263,25 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 		ms[i] = sandbox.Merchant{Account: m.Account}
 	}
 	slog := log.Named("sandbox")
-	gw := sandbox.New(sandbox.Options{Merchants: ms, BaseURL: cfg.SandboxPublicURL, Logger: slog})
+	if err := checkStateDir(cfg.SandboxState); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	gw, err := sandbox.Open(sandbox.Options{
+		Merchants: ms, BaseURL: cfg.SandboxPublicURL, Logger: slog,
+		StateFile: cfg.SandboxState,
+		// A database kept across restarts must never see a payment id
+		// twice, with or without a state file: a repeated id would merge
+		// two payments' sessions and notifications.
+		SeedIDsFromClock: true,
+		StatementFormats: sandbox.AllStatementFormats,
+	})
+	if err != nil {
+		gw.Close()
+		ln.Close()
+		return nil, fmt.Errorf("embedded sandbox: %w; repair or move the file away, or unset sandbox_state %s to run in memory",
+			err, keys("sandbox-state"))
+	}
 	srv := &http.Server{
 		Handler:           gw,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -266,8 +290,24 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	}
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
 	sb := &sandboxServer{url: "http://" + dialAddr(ln.Addr()), gw: gw, srv: srv}
-	slog.Info("embedded sandbox gateway started", zap.String("addr", ln.Addr().String()), zap.String("url", sb.url))
+	slog.Info("embedded sandbox gateway started", zap.String("addr", ln.Addr().String()), zap.String("url", sb.url),
+		zap.String("state_file", cfg.SandboxState))
 	return sb, nil
+}
+
+// checkStateDir fails at start, rather than at the first payment, when the
+// sandbox could not write its state file: the directory must exist and take
+// new files (the file is replaced by renaming a temporary one beside it).
+func checkStateDir(file string) error {
+	if file == "" {
+		return nil
+	}
+	probe, err := os.CreateTemp(filepath.Dir(file), ".soapbridge-sandbox-probe-*")
+	if err != nil {
+		return fmt.Errorf("embedded sandbox: the state file %s cannot be written: %w %s", file, err, keys("sandbox-state"))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 func (s *sandboxServer) stop(timeout time.Duration) {

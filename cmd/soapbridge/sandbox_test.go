@@ -2,7 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,5 +100,144 @@ func TestSandboxListensOnLoopbackByDefault(t *testing.T) {
 	}
 	for _, h := range []string{":8090", "0.0.0.0:8090", "10.0.0.1:8090", "[::]:8090"} {
 		assert.False(t, loopbackHostPort(h), h)
+	}
+}
+
+// A state file the embedded sandbox cannot use stops the start with a
+// message naming the file, what is wrong and the setting; the bridge does
+// not run in memory beside a state file it would then never write.
+func TestSandboxStateUnusableRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.json")
+	require.NoError(t, os.WriteFile(broken, []byte(`{"version":1,"payments":[{"id":`), 0o600))
+	future := filepath.Join(dir, "future.json")
+	require.NoError(t, os.WriteFile(future, []byte(`{"version":99,"payments":[]}`), 0o600))
+	tests := []struct {
+		name, file string
+		want       []string
+	}{
+		{"not JSON", broken, []string{"embedded sandbox: sandbox state " + broken, "unexpected end of JSON input",
+			"unset sandbox_state (sandbox_state / SOAPBRIDGE_SANDBOX_STATE / -sandbox-state)"}},
+		{"another version", future, []string{"version 99, this sandbox reads 1", "repair or move the file away"}},
+		{"no such directory", filepath.Join(dir, "missing", "state.json"), []string{
+			"the state file " + filepath.Join(dir, "missing", "state.json") + " cannot be written", "no such file or directory"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tc.file)
+			env := envOf(map[string]string{"SOAPBRIDGE_LISTEN": "127.0.0.1:0", "SOAPBRIDGE_SANDBOX_LISTEN": "127.0.0.1:0",
+				"SOAPBRIDGE_DATABASE": filepath.Join(t.TempDir(), "bridge.db"), "SOAPBRIDGE_SANDBOX_STATE": tc.file})
+			err := run(context.Background(), nil, env, &bytes.Buffer{})
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			after, _ := os.ReadFile(tc.file)
+			assert.Equal(t, before, after, "the file is left as it was")
+		})
+	}
+}
+
+// With a state file the embedded sandbox keeps its payments across a
+// restart of the bridge, and ids go on above the ones it handed out; every
+// statement format is offered (XLS_A included).
+func TestSandboxStateKeptAcrossRestart(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "sandbox.json")
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	env := map[string]string{"SOAPBRIDGE_SANDBOX_STATE": state, "SOAPBRIDGE_DATABASE": db}
+
+	first := startInProcess(t, env)
+	sb := first.log.waitLine(t, "embedded sandbox gateway started", first.done)
+	assert.Equal(t, state, sb["state_file"])
+	id1 := createPaidAtSandbox(t, sb["url"].(string), "KEPT-1")
+	first.stop()
+	require.NoError(t, <-first.done)
+	first.done <- nil // for the cleanup's wait
+
+	second := startInProcess(t, env)
+	sb = second.log.waitLine(t, "embedded sandbox gateway started", second.done)
+	sandboxURL := sb["url"].(string)
+	p := sandboxPayment(t, sandboxURL, id1)
+	assert.Equal(t, "PAID", p["state"], "the first run's payment is still known, still paid")
+	assert.Equal(t, "KEPT-1", p["order_number"])
+	id2 := createPaidAtSandbox(t, sandboxURL, "KEPT-2")
+	assert.Greater(t, id2, id1, "ids go on above the kept ones")
+
+	// The state file is the sandbox's: private to the user.
+	fi, err := os.Stat(state)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	tok := sandboxToken(t, sandboxURL)
+	req, err := http.NewRequest(http.MethodPost, sandboxURL+"/api/accounts/account-statement", strings.NewReader(
+		`{"date_from":"2020-01-01","date_to":"2100-01-01","goid":8123456789,"currency":"CZK","format":"XLS_A"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Equal(t, "PK", string(body[:2]), "an Office Open XML workbook (a zip)")
+}
+
+// sandboxToken gets a payment-all token of the demo merchant.
+func sandboxToken(t *testing.T, sandboxURL string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, sandboxURL+"/api/oauth2/token",
+		strings.NewReader("grant_type=client_credentials&scope=payment-all"))
+	require.NoError(t, err)
+	req.SetBasicAuth(demoClientID, demoClientSecret)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	sandboxJSON(t, req, &tok)
+	require.NotEmpty(t, tok.AccessToken)
+	return tok.AccessToken
+}
+
+// createPaidAtSandbox creates a card payment straight at the sandbox and
+// pays it; it returns the payment id.
+func createPaidAtSandbox(t *testing.T, sandboxURL, order string) int64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, sandboxURL+"/api/payments/payment", strings.NewReader(
+		`{"target":{"type":"ACCOUNT","goid":8123456789},"amount":1500,"currency":"CZK","order_number":"`+order+
+			`","callback":{"return_url":"https://shop.example/return"}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+sandboxToken(t, sandboxURL))
+	req.Header.Set("Content-Type", "application/json")
+	var p struct {
+		ID int64 `json:"id"`
+	}
+	sandboxJSON(t, req, &p)
+	require.Positive(t, p.ID)
+	req, err = http.NewRequest(http.MethodPost, fmt.Sprintf("%s/sandbox/payments/%d/pay", sandboxURL, p.ID), strings.NewReader(`{}`))
+	require.NoError(t, err)
+	sandboxJSON(t, req, nil)
+	return p.ID
+}
+
+// sandboxPayment reads a payment through the sandbox's test helper.
+func sandboxPayment(t *testing.T, sandboxURL string, id int64) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/sandbox/payments/%d", sandboxURL, id), nil)
+	require.NoError(t, err)
+	var p map[string]any
+	sandboxJSON(t, req, &p)
+	return p
+}
+
+func sandboxJSON(t *testing.T, req *http.Request, out any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s %s: %s", req.Method, req.URL.Path, body)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(body, out), string(body))
 	}
 }
