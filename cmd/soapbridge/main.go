@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/soapapi"
 	"github.com/legacybridge/soapbridge/operations/web"
@@ -151,7 +152,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	guard, err := newGuard(cfg, log)
+	if err != nil {
+		return err
+	}
 	api, err := soapapi.New(soapapi.Config{
+		Guard:            guard,
 		Service:          svc,
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
@@ -213,6 +219,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newGuard compiles the merchants' caller rules and warns about every
+// merchant whose SOAP calls anyone may make.
+func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
+	rules := make(map[int64]access.Rules, len(cfg.Merchants))
+	for _, m := range cfg.Merchants {
+		rules[m.GoID] = m.Rules
+		if m.Open() {
+			log.Warn("merchant accepts SOAP calls from anyone: whoever holds a customer's pay-full-v2 link (its paymentSession "+
+				"signature) can refund, void or capture that payment; set allowed_networks or basic_user/basic_password "+
+				"(docs/operations.md#security)", zap.Int64("goid", m.GoID))
+		}
+	}
+	return access.NewGuard(rules, cfg.TrustedProxies)
 }
 
 // runPurge deletes rows past their retention every interval until ctx
