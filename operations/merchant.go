@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
@@ -36,6 +37,11 @@ type Merchant struct {
 	// (the PHP library; also when empty) or ReplyPaymentSession (the .NET
 	// library). No single reply satisfies both.
 	VoidRecurrentReply string `yaml:"void_recurrent_reply"`
+
+	// Access says who may make SOAP calls for the merchant (networks,
+	// Basic credentials, rate). The core only carries it: the SOAP adapter
+	// enforces it, since only it sees where a call comes from.
+	access.Rules `yaml:",inline"`
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to
@@ -98,6 +104,9 @@ func (m Merchant) Problems() []restbackend.Problem {
 	if m.VoidRecurrentReply != "" && m.VoidRecurrentReply != ReplyPaymentResult && m.VoidRecurrentReply != ReplyPaymentSession {
 		ps = append(ps, restbackend.Problem{Field: "void_recurrent_reply", Msg: fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
 			m.VoidRecurrentReply, ReplyPaymentResult, ReplyPaymentSession)})
+	}
+	for _, p := range m.Rules.Problems() {
+		ps = append(ps, restbackend.Problem{Field: p.Field, Msg: p.Msg})
 	}
 	if m.NotificationURL != "" {
 		if msg := checkNotificationURL(m.NotificationURL); msg != "" {

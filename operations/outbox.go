@@ -50,6 +50,9 @@ type OutboxConfig struct {
 	Backoff func(failed int) time.Duration
 	// Now is the clock of due times (default time.Now).
 	Now func() time.Time
+	// OnAttempt, when set, is told of every delivery attempt's outcome:
+	// "delivered", "retry" or "dead" (metrics).
+	OnAttempt func(outcome string)
 }
 
 // Outbox defaults.
@@ -200,6 +203,7 @@ func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 			return
 		}
 		log.Info("notification delivered")
+		o.attempted("delivered")
 		return
 	}
 	now := o.cfg.Now()
@@ -218,6 +222,7 @@ func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 			return
 		}
 		log.Error("notification dead: e-shop did not take it", zap.Duration("tried_for", now.Sub(n.CreatedAt)), zap.Error(err))
+		o.attempted("dead")
 		return
 	}
 	next := now.Add(o.cfg.Backoff(n.Attempts + 1))
@@ -226,6 +231,13 @@ func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 		return
 	}
 	log.Warn("notification not delivered; will retry", zap.Time("next", next), zap.Error(err))
+	o.attempted("retry")
+}
+
+func (o *outbox) attempted(outcome string) {
+	if o.cfg.OnAttempt != nil {
+		o.cfg.OnAttempt(outcome)
+	}
 }
 
 // get makes the delivery request; only a 2xx answer counts.

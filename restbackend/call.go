@@ -245,6 +245,17 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 
 	start := time.Now()
 	rep, err := c.exchange(ctx, r, req, &sent)
+	if o := c.cfg.Observer; o != nil {
+		status := 0
+		var me *MalformedError
+		switch {
+		case err == nil:
+			status = rep.status
+		case errors.As(err, &me):
+			status = me.Status
+		}
+		o.ObserveGateway(r.op, status, time.Since(start))
+	}
 	fields := func() []zap.Field {
 		return []zap.Field{
 			zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),

@@ -53,6 +53,17 @@ type Config struct {
 	// MaxStatementSize caps an account statement; DefaultMaxStatementSize
 	// when zero. Every other reply is capped at MaxJSONReply.
 	MaxStatementSize int64
+	// Observer, when set, is told of every HTTP exchange with the gateway
+	// (metrics). It lives outside this package so that the client does
+	// not depend on a metrics library.
+	Observer Observer
+}
+
+// Observer is told of each exchange: the call (endpoint) name such as
+// "token", "create payment" or "payment status", the HTTP status (0 when no reply
+// came) and how long it took. It must not block.
+type Observer interface {
+	ObserveGateway(endpoint string, status int, d time.Duration)
 }
 
 // DefaultUserAgent is sent when Config.UserAgent is empty.

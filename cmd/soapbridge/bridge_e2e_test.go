@@ -123,6 +123,7 @@ type bridgeProc struct {
 	SOAPURL    string // URL + soapPath
 	WSDLURL    string // SOAPURL + "?wsdl"
 	SandboxURL string // the sandbox gateway the bridge talks to (embedded or not)
+	AdminURL   string // the admin listener (metrics, probes, status page)
 	DB         string // SQLite file
 
 	t        *testing.T
@@ -176,11 +177,12 @@ func startBridge(t *testing.T, opts ...bridgeOpt) *bridgeProc {
 
 func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, error) {
 	t.Helper()
-	ports := freePorts(t, 2)
+	ports := freePorts(t, 3)
 	port, sandboxPort := ports[0], ports[1]
 	b := &bridgeProc{
 		URL:        "http://127.0.0.1:" + port,
 		SandboxURL: "http://127.0.0.1:" + sandboxPort,
+		AdminURL:   "http://127.0.0.1:" + ports[2],
 		DB:         cfg.db,
 		t:          t,
 		log:        &syncBuffer{},
@@ -192,6 +194,7 @@ func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, er
 	env := []string{
 		"SOAPBRIDGE_LISTEN=127.0.0.1:" + port,
 		"SOAPBRIDGE_SANDBOX_LISTEN=127.0.0.1:" + sandboxPort,
+		"SOAPBRIDGE_ADMIN_LISTEN=127.0.0.1:" + ports[2],
 		"SOAPBRIDGE_PUBLIC_URL=" + b.URL,
 		"SOAPBRIDGE_DATABASE=" + cfg.db,
 		"SOAPBRIDGE_GOID=" + demoGoID,

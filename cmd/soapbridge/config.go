@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
@@ -59,6 +60,9 @@ type Config struct {
 	LogBuffer        int           `yaml:"log_buffer"`          // bytes of log lines buffered (flushed every second and at exit); 0 writes each line at once
 	RESTMaxIdleConns int           `yaml:"rest_max_idle_conns"` // idle keep-alive connections kept to the gateway
 	DefaultGoID      int64         `yaml:"default_goid"`
+	TrustedProxies   string        `yaml:"trusted_proxies"` // CIDRs whose X-Forwarded-For is believed
+	AdminListen      string        `yaml:"admin_listen"`    // metrics, probes, pprof, status page; "" or "off": none
+	OTLPEndpoint     string        `yaml:"otlp_endpoint"`   // OTLP/HTTP traces endpoint; "" none
 	Merchants        []Merchant    `yaml:"merchants"`
 
 	// ReturnStatusTimeout bounds the status read when a customer returns
@@ -121,6 +125,7 @@ func defaultConfig() Config {
 		RESTTimeout:      defaultRESTTimeout,
 		PurgeInterval:    time.Hour,
 		SandboxListen:    "127.0.0.1:8090",
+		AdminListen:      "127.0.0.1:9090",
 		Database:         "soapbridge.db",
 		LogLevel:         "info",
 		LogFormat:        "json",
@@ -255,6 +260,9 @@ var settings = []setting{
 	intOpt("rest-max-idle-conns", "idle keep-alive connections kept to the REST gateway (about the expected concurrent calls)", func(c *Config) *int { return &c.RESTMaxIdleConns }),
 	durOpt("return-status-timeout", "time the status read gets when a customer returns from the gateway; past it a page says the payment may have gone through, with a reload link", func(c *Config) *time.Duration { return &c.ReturnStatusTimeout }),
 	intOpt("default-goid", "merchant paymentMethodList answers for (it has no input); the first merchant when 0", func(c *Config) *int64 { return &c.DefaultGoID }),
+	strOpt("trusted-proxies", "CIDRs of the proxies and load balancers whose X-Forwarded-For is believed for merchants' allowed_networks", func(c *Config) *string { return &c.TrustedProxies }),
+	strOpt("admin-listen", "address of the admin listener (/metrics, /livez, /readyz, /debug/pprof, status page at /); off: none", func(c *Config) *string { return &c.AdminListen }),
+	strOpt("otlp-endpoint", "OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty", func(c *Config) *string { return &c.OTLPEndpoint }),
 }
 
 // Merchant variables (environment only).
@@ -267,6 +275,9 @@ const (
 	envCurrency        = envPrefix + "CURRENCY"
 	envLang            = envPrefix + "LANG"
 	envVoidRecurrent   = envPrefix + "VOID_RECURRENT_REPLY"
+	envAllowedNetworks = envPrefix + "ALLOWED_NETWORKS"
+	envBasicUser       = envPrefix + "BASIC_USER"
+	envBasicPassword   = envPrefix + "BASIC_PASSWORD"
 )
 
 // loadConfig reads the configuration from args, the environment and the
@@ -364,7 +375,8 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	}{
 		{envClientID, &m.ClientID}, {envClientSecret, &m.ClientSecret}, {envSecureKey, &m.SecureKey},
 		{envNotificationURL, &m.NotificationURL}, {envCurrency, &m.Currency}, {envLang, &m.Lang},
-		{envVoidRecurrent, &m.VoidRecurrentReply},
+		{envVoidRecurrent, &m.VoidRecurrentReply}, {envAllowedNetworks, &m.AllowedNetworks},
+		{envBasicUser, &m.BasicUser}, {envBasicPassword, &m.BasicPassword},
 	} {
 		if v := getenv(f.env); v != "" {
 			*f.p, set = v, true
@@ -405,7 +417,8 @@ func overlay(base, o Merchant) Merchant {
 	for _, f := range []struct{ dst, src *string }{
 		{&base.ClientID, &o.ClientID}, {&base.ClientSecret, &o.ClientSecret}, {&base.SecureKey, &o.SecureKey},
 		{&base.NotificationURL, &o.NotificationURL}, {&base.Currency, &o.Currency}, {&base.Lang, &o.Lang},
-		{&base.VoidRecurrentReply, &o.VoidRecurrentReply},
+		{&base.VoidRecurrentReply, &o.VoidRecurrentReply}, {&base.AllowedNetworks, &o.AllowedNetworks},
+		{&base.BasicUser, &o.BasicUser}, {&base.BasicPassword, &o.BasicPassword},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src
@@ -472,6 +485,19 @@ func (c *Config) validate() error {
 				bad("sandbox public URL: %v %s", err, keys("sandbox-public-url"))
 			}
 			c.SandboxPublicURL = strings.TrimRight(c.SandboxPublicURL, "/")
+		}
+	}
+	if _, err := access.ParseNetworks(c.TrustedProxies); err != nil {
+		bad("trusted proxies: %v %s", err, keys("trusted-proxies"))
+	}
+	if c.AdminListen != "" && c.AdminListen != "off" {
+		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+			bad("admin listen: %q is not host:port (or off) %s", c.AdminListen, keys("admin-listen"))
+		}
+	}
+	if c.OTLPEndpoint != "" {
+		if err := checkHTTPURL(c.OTLPEndpoint, false); err != nil {
+			bad("OTLP endpoint: %v %s", err, keys("otlp-endpoint"))
 		}
 	}
 	if strings.TrimSpace(c.Database) == "" {
@@ -588,5 +614,7 @@ func checkHTTPURL(s string, withQuery bool) error {
 var merchantEnvByKey = map[string]string{
 	"goid": envGoID, "client_id": envClientID, "client_secret": envClientSecret, "secure_key": envSecureKey,
 	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL, "replay_window": "config file only",
-	"void_recurrent_reply": envVoidRecurrent,
+	"void_recurrent_reply": envVoidRecurrent, "allowed_networks": envAllowedNetworks, "basic_user": envBasicUser,
+	"basic_password": envBasicPassword, "rate_limit": "config file only",
+	"rate_burst": "config file only",
 }

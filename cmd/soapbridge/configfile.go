@@ -183,6 +183,13 @@ func decodeMerchants(n *yaml.Node) ([]Merchant, error) {
 				f.SetInt(int64(d))
 			case f.Kind() == reflect.String:
 				f.SetString(val)
+			case f.Kind() == reflect.Float64:
+				x, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+				if err != nil {
+					bad("%s: `%s` is not a number", k.Value, val)
+					continue
+				}
+				f.SetFloat(x)
 			case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 				n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 				if err != nil {

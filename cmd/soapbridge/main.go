@@ -26,6 +26,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/metrics"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/soapapi"
 	"github.com/legacybridge/soapbridge/operations/web"
@@ -129,14 +131,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	})
 
+	// Metrics: the core and the REST client are fed through their
+	// observer hooks; the store is timed by a wrapper.
+	met := metrics.New(operationNames(), goidsOf(cfg.Merchants), st)
+	st = met.Store(st)
+
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + dialAddr(ln.Addr())
 	}
-	goids := make([]int64, len(cfg.Merchants))
-	for i, m := range cfg.Merchants {
-		goids[i] = m.GoID
-	}
+	goids := goidsOf(cfg.Merchants)
 	svc, err := operations.New(operations.Config{
 		Merchants:   cfg.Merchants,
 		DefaultGoID: cfg.DefaultGoID,
@@ -146,7 +150,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			UserAgent:    "soapbridge",
 			MaxIdleConns: cfg.RESTMaxIdleConns,
 			Timeout:      cfg.RESTTimeout,
+			Observer:     met,
 		}),
+		Outbox:       operations.OutboxConfig{OnAttempt: met.OutboxAttempt},
 		CallDeadline: cfg.CallDeadline,
 		Store:        st,
 		Logger:       log.Named("operations"),
@@ -157,7 +163,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	guard, err := newGuard(cfg, log)
+	if err != nil {
+		return err
+	}
 	api, err := soapapi.New(soapapi.Config{
+		Guard:            guard,
+		Observer:         met,
 		Service:          svc,
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
@@ -187,6 +199,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		var purgeDone sync.WaitGroup
 		purgeDone.Go(func() { runPurge(purgeCtx, st, cfg.PurgeInterval, cfg.Retention(), log.Named("retention")) })
 		closers = append(closers, func() { stopPurge(); purgeDone.Wait() })
+	}
+
+	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, log.Named("admin"))
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stopAdmin)
 	}
 
 	srv := newHTTPServer(cfg, e, log)
@@ -219,6 +239,61 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startAdmin serves the admin listener until the returned stop is called.
+func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
+	}
+	srv := &http.Server{
+		Handler:           newAdminHandler(cfg, met, st, gatewayURL, log),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          zap.NewStdLog(log),
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
+	log.Info("admin listening", zap.String("addr", ln.Addr().String()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
+	}, nil
+}
+
+func goidsOf(ms []Merchant) []int64 {
+	goids := make([]int64, len(ms))
+	for i, m := range ms {
+		goids[i] = m.GoID
+	}
+	return goids
+}
+
+// operationNames are the legacy operations, each once, in WSDL order.
+func operationNames() []string {
+	var names []string
+	for _, op := range wsdl.Operations {
+		if len(names) == 0 || names[len(names)-1] != op.Name {
+			names = append(names, op.Name)
+		}
+	}
+	return names
+}
+
+// newGuard compiles the merchants' caller rules and warns about every
+// merchant whose SOAP calls anyone may make.
+func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
+	rules := make(map[int64]access.Rules, len(cfg.Merchants))
+	for _, m := range cfg.Merchants {
+		rules[m.GoID] = m.Rules
+		if m.Open() {
+			log.Warn("merchant accepts SOAP calls from anyone: whoever holds a customer's pay-full-v2 link (its paymentSession "+
+				"signature) can refund, void or capture that payment; set allowed_networks or basic_user/basic_password "+
+				"(docs/operations.md#security)", zap.Int64("goid", m.GoID))
+		}
+	}
+	return access.NewGuard(rules, cfg.TrustedProxies)
 }
 
 // runPurge deletes rows past their retention every interval until ctx

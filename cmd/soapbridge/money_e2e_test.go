@@ -41,7 +41,7 @@ type moneyEnv struct {
 	posts []time.Time // when each payment POST reached the sandbox
 }
 
-func newMoneyEnv(t *testing.T, restTimeout, deadline string) *moneyEnv {
+func newMoneyEnv(t *testing.T, restTimeout, deadline string, opts ...bridgeOpt) *moneyEnv {
 	t.Helper()
 	e := &moneyEnv{t: t, cr: restbackend.Credentials{ClientID: demoClientID, ClientSecret: demoClientSecret}}
 	e.sb = sandbox.New(sandbox.Options{Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: 8123456789,
@@ -57,8 +57,8 @@ func newMoneyEnv(t *testing.T, restTimeout, deadline string) *moneyEnv {
 	e.proxy = faultproxy.New(srv.URL)
 	t.Cleanup(func() { e.proxy.Close(); srv.Close(); e.sb.Close() })
 	e.gw = restbackend.New(restbackend.Config{BaseURL: srv.URL})
-	e.b = startBridge(t, withEnv("SOAPBRIDGE_GATEWAY_URL="+e.proxy.URL()+"/api",
-		"SOAPBRIDGE_REST_TIMEOUT="+restTimeout, "SOAPBRIDGE_CALL_DEADLINE="+deadline))
+	e.b = startBridge(t, append([]bridgeOpt{withEnv("SOAPBRIDGE_GATEWAY_URL="+e.proxy.URL()+"/api",
+		"SOAPBRIDGE_REST_TIMEOUT="+restTimeout, "SOAPBRIDGE_CALL_DEADLINE="+deadline)}, opts...)...)
 	return e
 }
 

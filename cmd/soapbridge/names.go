@@ -82,7 +82,8 @@ func flagError(err error) error {
 
 // merchantEnv are the merchant variables.
 func merchantEnv() []string {
-	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent}
+	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent,
+		envAllowedNetworks, envBasicUser, envBasicPassword}
 }
 
 // envNotOurs are SOAPBRIDGE_ variables the project's own tests and tools

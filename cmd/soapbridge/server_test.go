@@ -92,6 +92,7 @@ func startInProcess(t testing.TB, env map[string]string) *inProcess {
 	full := map[string]string{
 		"SOAPBRIDGE_LISTEN":         "127.0.0.1:0",
 		"SOAPBRIDGE_SANDBOX_LISTEN": "127.0.0.1:0",
+		"SOAPBRIDGE_ADMIN_LISTEN":   "127.0.0.1:0",
 		"SOAPBRIDGE_DATABASE":       filepath.Join(t.TempDir(), "bridge.db"),
 		"SOAPBRIDGE_LOG_LEVEL":      "debug",
 		"SOAPBRIDGE_LOG_BUFFER":     "0", // tests read the log as soon as a call is answered

@@ -292,6 +292,7 @@ func (b *bench) setUp(out io.Writer) error {
 			// per-address cap (meant for the open internet) would refuse
 			// the 1000- and 2000-client scenarios. The total cap stays.
 			"SOAPBRIDGE_MAX_CONNECTIONS_PER_IP=0",
+			"SOAPBRIDGE_ADMIN_LISTEN=off", // two bridges run; the harness reads /proc, not /metrics
 		}
 		c, addr, err := b.start(name, []string{filepath.Join(bin, "soapbridge")}, env, regexp.MustCompile(`"msg":"listening".*?"addr":"([^"]+)"`))
 		return c, "http://" + addr + soapPath, err

@@ -61,9 +61,9 @@ var expectOutput = map[string][]string{
 
 // The ports the docs use, replaced by free ones in every command and probe
 // URL, so the test never collides with a bridge someone runs.
-var docPorts = []string{"8080", "8090", "8000"}
+var docPorts = []string{"8080", "8090", "8000", "9090"}
 
-var portRE = regexp.MustCompile(`\b(8080|8090|8000)\b`)
+var portRE = regexp.MustCompile(`\b(8080|8090|8000|9090)\b`)
 
 // nestedEnv marks the commands' environment: a docs command that runs the
 // test suite (`go test ./...`) must not start this test again, and again.
@@ -185,6 +185,7 @@ func newSession(t *testing.T, root string) *session {
 	s.env = append(s.env,
 		"SOAPBRIDGE_LISTEN=127.0.0.1:"+a,
 		"SOAPBRIDGE_SANDBOX_LISTEN=127.0.0.1:"+b,
+		"SOAPBRIDGE_ADMIN_LISTEN=127.0.0.1:"+s.ports["9090"],
 		"SOAPBRIDGE_DATABASE="+filepath.Join(tmp, "soapbridge.db"),
 		"TMPDIR="+tmp,
 		nestedEnv+"=1",

@@ -9,12 +9,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/soapenc"
@@ -31,7 +34,37 @@ type Config struct {
 	// Limits bound the requests Handler reads; soapenc.DefaultLimits() when
 	// zero.
 	Limits soapenc.Limits
+	// Guard, when set, decides whether a call for a goid may proceed; it
+	// is asked once the call's goid is decoded and before the core runs,
+	// so a refused call costs no gateway call. Calls without a goid
+	// (touch, paymentMethodList) move no money and are not asked about.
+	Guard Guard
+	// Observer, when set, is told of every call's outcome (metrics).
+	Observer Observer
 }
+
+// Guard admits or refuses a call for goid arriving as req; a refusal is an
+// error whose text the caller may see (it names no secret).
+type Guard interface {
+	Admit(req *http.Request, goid int64) error
+}
+
+// Observer is told of every SOAP call once its reply is decided: the
+// operation (or "unknown"), the goid (0 when the call has none), the
+// result (Result* constants) and how long it took. It is called on the hot
+// path: implementations must not block.
+type Observer interface {
+	ObserveCall(op string, goid int64, result string, d time.Duration)
+}
+
+// Results an Observer is told.
+const (
+	ResultOK          = "ok"           // a reply (which may still say FAILED)
+	ResultClientFault = "client_fault" // unreadable or invalid request
+	ResultServerFault = "server_fault" // the bridge or the gateway failed
+	ResultDenied      = "denied"       // refused by the Guard (network, credentials)
+	ResultRateLimited = "rate_limited" // refused by the Guard's rate limit
+)
 
 // API serves the legacy operations over SOAP.
 type API struct {
@@ -39,6 +72,8 @@ type API struct {
 	log    *zap.Logger
 	codec  codec
 	limits soapenc.Limits
+	guard  Guard
+	obs    Observer
 	ops    map[string][]binding // by operation name; overloads in WSDL order
 }
 
@@ -46,7 +81,35 @@ type API struct {
 type binding struct {
 	op   wsdl.Operation
 	in   reflect.Type // the request type; nil when the operation takes none
+	goid []int        // index of the request's goid field (targetGoId, eshopGoId); nil if none
 	call func(ctx context.Context, in any) (any, error)
+}
+
+// goidField finds the goid field of a request type: the one whose legacy
+// name is targetGoId or eshopGoId.
+func goidField(t reflect.Type) []int {
+	if t == nil {
+		return nil
+	}
+	for i := range t.NumField() {
+		switch t.Field(i).Tag.Get("legacy") {
+		case "targetGoId", "eshopGoId":
+			return []int{i}
+		}
+	}
+	return nil
+}
+
+// goidOf is the decoded goid of a request (0 when absent).
+func (b binding) goidOf(in any) int64 {
+	if b.goid == nil || in == nil {
+		return 0
+	}
+	f := reflect.ValueOf(in).Elem().FieldByIndex(b.goid)
+	if f.IsNil() {
+		return 0
+	}
+	return f.Elem().Int()
 }
 
 // typed adapts a core method taking and returning legacy types.
@@ -64,7 +127,8 @@ func New(cfg Config) (*API, error) {
 	if err := checkTypes(); err != nil {
 		return nil, fmt.Errorf("soapapi: %w", err)
 	}
-	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits}
+	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits,
+		guard: cfg.Guard, obs: cfg.Observer}
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -102,6 +166,7 @@ func New(cfg Config) (*API, error) {
 			return nil, fmt.Errorf("soapapi: %w", err)
 		}
 		b.op = op
+		b.goid = goidField(b.in)
 		a.ops[op.Name] = append(a.ops[op.Name], b)
 		delete(byInput, op.Input)
 	}
@@ -146,14 +211,23 @@ func (a *API) OperationNames() []string {
 // type or members (chooseOverload). A returned error is always a
 // *soapenc.Fault.
 func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
+	resp, _, err := a.invoke(ctx, call, nil)
+	return resp, err
+}
+
+// invoke is Invoke with the HTTP request the call came in (nil: no Guard
+// check); it also returns what the Observer is told.
+func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, callInfo, error) {
+	info := callInfo{op: "unknown", result: ResultClientFault}
 	if call == nil {
-		return nil, clientFault("empty request")
+		return nil, info, clientFault("empty request")
 	}
 	name := call.Operation.Local
 	bs, ok := a.ops[name]
 	if !ok {
-		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
+		return nil, info, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
+	info.op = name
 	log := logctx.From(ctx, a.log)
 	if call.Operation.Space != wsdl.NSInput {
 		log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
@@ -166,17 +240,38 @@ func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response
 		decode(b.op.Param.Name, b.op.Param.Type, part, p)
 		in = p.Interface()
 	}
+	info.goid = b.goidOf(in)
+	if a.guard != nil && req != nil && info.goid != 0 {
+		if err := a.guard.Admit(req, info.goid); err != nil {
+			info.result = ResultDenied
+			var d *access.Denied
+			if errors.As(err, &d) && d.RateLimit {
+				info.result = ResultRateLimited
+			}
+			log.Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+			return nil, info, clientFault(err.Error())
+		}
+	}
 	out, err := b.call(ctx, in)
 	if err != nil {
+		info.result = ResultServerFault
 		var se *operations.ServerError
 		if errors.As(err, &se) {
-			return nil, serverFault(se.Msg)
+			return nil, info, serverFault(se.Msg)
 		}
 		log.Error("operation failed", zap.String("op", name), zap.Error(err))
-		return nil, serverFault("internal error")
+		return nil, info, serverFault("internal error")
 	}
+	info.result = ResultOK
 	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, nil
+	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, info, nil
+}
+
+// callInfo is what an Observer is told of a call.
+type callInfo struct {
+	op     string
+	goid   int64
+	result string
 }
 
 // inputPart is the part of a call: the one named as in the WSDL (any
@@ -246,6 +341,7 @@ func serverFault(msg string) *soapenc.Fault {
 func (a *API) Handler() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
+		start := time.Now()
 		// Log lines of this call carry the request id of the access log.
 		ctx := logctx.With(req.Context(), a.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID))))
 		call, err := soapenc.ReadRequest(req, a.limits)
@@ -255,6 +351,9 @@ func (a *API) Handler() echo.HandlerFunc {
 				f = clientFault("unreadable request")
 			}
 			logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
+			if a.obs != nil {
+				a.obs.ObserveCall("unknown", 0, ResultClientFault, time.Since(start))
+			}
 			soapenc.WriteFault(c.Response(), f)
 			return nil
 		}
@@ -264,7 +363,10 @@ func (a *API) Handler() echo.HandlerFunc {
 		// call instead: no POST starts unless it can end before it.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
 		defer cancel()
-		resp, err := a.Invoke(cctx, call)
+		resp, info, err := a.invoke(cctx, call, req)
+		if a.obs != nil {
+			a.obs.ObserveCall(info.op, info.goid, info.result, time.Since(start))
+		}
 		if err != nil {
 			var f *soapenc.Fault
 			if !errors.As(err, &f) {

@@ -1,0 +1,86 @@
+package access
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestClientAddrBelievesOnlyTrustedProxies(t *testing.T) {
+	g, err := NewGuard(nil, "10.0.0.0/8, 192.168.1.1")
+	require.NoError(t, err)
+	for _, c := range []struct{ remote, xff, want string }{
+		{"203.0.113.9:5000", "", "203.0.113.9"},
+		{"203.0.113.9:5000", "198.51.100.1", "203.0.113.9"},                     // not a proxy: header ignored
+		{"10.1.2.3:5000", "198.51.100.1", "198.51.100.1"},                       // trusted proxy
+		{"10.1.2.3:5000", "1.2.3.4, 198.51.100.1, 192.168.1.1", "198.51.100.1"}, // client-forged left part ignored
+		{"10.1.2.3:5000", "junk, 198.51.100.1", "198.51.100.1"},
+		{"10.1.2.3:5000", "198.51.100.1, junk", "10.1.2.3"},
+		{"[::ffff:10.1.2.3]:5000", "198.51.100.7", "198.51.100.7"},
+	} {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		a, ok := g.ClientAddr(r)
+		require.True(t, ok)
+		assert.Equal(t, c.want, a.String(), "%s / %s", c.remote, c.xff)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	g, err := NewGuard(map[int64]Rules{
+		1: {AllowedNetworks: "198.51.100.0/24"},
+		2: {BasicUser: "u", BasicPassword: "secret-pw"},
+		3: {RateLimit: 1, RateBurst: 2},
+		4: {},
+	}, "10.0.0.1")
+	require.NoError(t, err)
+	req := func(remote, xff, user, pw string) *http.Request {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.RemoteAddr = remote
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		if user != "" {
+			r.SetBasicAuth(user, pw)
+		}
+		return r
+	}
+	assert.NoError(t, g.Admit(req("198.51.100.7:1", "", "", ""), 1))
+	assert.NoError(t, g.Admit(req("10.0.0.1:1", "198.51.100.7", "", ""), 1))
+	err = g.Admit(req("10.0.0.2:1", "198.51.100.7", "", ""), 1)
+	d, ok := IsDenied(err)
+	require.True(t, ok)
+	assert.Equal(t, "access denied: calls for goid 1 are not accepted from address 10.0.0.2", d.Msg)
+
+	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "u", "secret-pw"), 2))
+	for _, r := range []*http.Request{req("1.1.1.1:1", "", "u", "secret-p"), req("1.1.1.1:1", "", "", ""), req("1.1.1.1:1", "", "v", "secret-pw")} {
+		err := g.Admit(r, 2)
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "secret-pw")
+	}
+
+	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
+	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
+	d, ok = IsDenied(g.Admit(req("1.1.1.1:1", "", "", ""), 3))
+	require.True(t, ok)
+	assert.True(t, d.RateLimit)
+
+	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 4))
+	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 99), "an unknown goid is the core's to answer")
+}
+
+func TestRulesProblems(t *testing.T) {
+	assert.Empty(t, Rules{AllowedNetworks: "10.0.0.0/8 ::1,192.0.2.1"}.Problems())
+	ps := Rules{AllowedNetworks: "10.0.0.0/33", BasicUser: "a:b", RateLimit: -1}.Problems()
+	require.Len(t, ps, 4)
+	assert.Equal(t, "allowed_networks", ps[0].Field)
+	assert.Equal(t, "basic_user", ps[1].Field) // user without password
+	assert.True(t, Rules{}.Open())
+	assert.False(t, Rules{AllowedNetworks: "::1"}.Open())
+}
