@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -30,4 +32,26 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			assert.NotContains(t, line, secret)
 		}
 	}
+}
+
+// TestFailedNotificationLogsNoCallbackToken: a notification that cannot be
+// delivered (connection refused) is logged without its URL, whose query
+// holds the bridge's per-payment callback token.
+func TestFailedNotificationLogsNoCallbackToken(t *testing.T) {
+	const token = "CALLBACK-TOKEN-7Q2"
+	core, logs := observer.New(zapcore.DebugLevel)
+	e := newEnv(t, func(o *Options) { o.Logger = zap.New(core) })
+	p := e.create(func(r *restbackend.PaymentRequest) {
+		// Port 1 on loopback: nothing listens, the dial is refused.
+		r.Callback.NotificationURL = "http://127.0.0.1:1/callback/notify?goid=1&token=" + token
+	})
+	e.mustHelper(p.ID, "pay", nil)
+	require.Eventually(t, func() bool { return logs.FilterMessage("sandbox: notification not accepted").Len() > 0 },
+		10*time.Second, 10*time.Millisecond)
+	for _, entry := range logs.All() {
+		line := entry.Message + fmt.Sprint(entry.ContextMap())
+		assert.NotContains(t, line, token)
+	}
+	assert.Contains(t, fmt.Sprint(logs.FilterMessage("sandbox: notification not accepted").All()[0].ContextMap()), "refused",
+		"the cause is still logged")
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -54,6 +55,12 @@ func (g *Gateway) deliver(target string, id int64) {
 		status, err := g.call(target)
 		if err == nil && status == http.StatusOK {
 			return
+		}
+		// A *url.Error quotes the URL, whose query holds the bridge's
+		// callback token: log the cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
 		g.log.Info("sandbox: notification not accepted", zap.Int64("payment", id), zap.Int("attempt", attempt),
 			zap.Int("status", status), zap.Error(err))
