@@ -224,6 +224,10 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 		body = bytes.NewReader(r.body)
 	}
 	var sent atomic.Bool
+	var endSpan func(int, error)
+	if t := c.cfg.Tracer; t != nil {
+		ctx, endSpan = t.StartExchange(ctx, r.op, r.method)
+	}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			if i.Err == nil {
@@ -233,6 +237,9 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 	})
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
 	if err != nil {
+		if endSpan != nil {
+			endSpan(0, err)
+		}
 		return nil, &RequestError{Op: r.op, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
@@ -245,7 +252,7 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 
 	start := time.Now()
 	rep, err := c.exchange(ctx, r, req, &sent)
-	if o := c.cfg.Observer; o != nil {
+	if o, t := c.cfg.Observer, endSpan; o != nil || t != nil {
 		status := 0
 		var me *MalformedError
 		switch {
@@ -254,7 +261,12 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 		case errors.As(err, &me):
 			status = me.Status
 		}
-		o.ObserveGateway(r.op, status, time.Since(start))
+		if o != nil {
+			o.ObserveGateway(r.op, status, time.Since(start))
+		}
+		if t != nil {
+			t(status, err)
+		}
 	}
 	fields := func() []zap.Field {
 		return []zap.Field{

@@ -57,6 +57,16 @@ type Config struct {
 	// (metrics). It lives outside this package so that the client does
 	// not depend on a metrics library.
 	Observer Observer
+	// Tracer, when set, puts a span around every HTTP exchange (tracing),
+	// under the caller's context.
+	Tracer Tracer
+}
+
+// Tracer starts a span for one exchange (endpoint as for Observer) and
+// returns the context to send it under and the function that ends it with
+// the HTTP status (0: no reply) and the exchange's error.
+type Tracer interface {
+	StartExchange(ctx context.Context, endpoint, method string) (context.Context, func(status int, err error))
 }
 
 // Observer is told of each exchange: the call (endpoint) name such as

@@ -28,6 +28,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/metrics"
+	"github.com/legacybridge/soapbridge/internal/tracing"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/soapapi"
 	"github.com/legacybridge/soapbridge/operations/web"
@@ -135,6 +136,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// observer hooks; the store is timed by a wrapper.
 	met := metrics.New(operationNames(), goidsOf(cfg.Merchants), st)
 	st = met.Store(st)
+	tr := tracing.Disabled()
+	if cfg.OTLPEndpoint != "" {
+		var stopTracing func(context.Context) error
+		tr, stopTracing, err = tracing.Start(cfg.OTLPEndpoint, buildVersion())
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := stopTracing(ctx); err != nil {
+				log.Warn("flushing traces", zap.Error(err))
+			}
+		})
+		log.Info("tracing to OTLP", zap.String("endpoint", cfg.OTLPEndpoint))
+	}
+	st = tr.Store(st)
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
@@ -151,6 +169,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			MaxIdleConns: cfg.RESTMaxIdleConns,
 			Timeout:      cfg.RESTTimeout,
 			Observer:     met,
+			Tracer:       tr,
 		}),
 		Outbox:       operations.OutboxConfig{OnAttempt: met.OutboxAttempt},
 		CallDeadline: cfg.CallDeadline,
@@ -179,7 +198,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	e := newEcho(cfg, log)
+	e := newEcho(cfg, log, tr)
 	e.POST(cfg.SOAPPath, api.Handler())
 	e.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	e.GET("/healthz", healthz)

@@ -12,12 +12,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/internal/tracing"
 	"github.com/legacybridge/soapbridge/soapenc"
 )
 
 // newEcho returns the router with the bridge's middleware, outermost
 // first: request id, access log, panic recovery, body limit.
-func newEcho(cfg Config, log *zap.Logger) *echo.Echo {
+func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
@@ -26,6 +27,7 @@ func newEcho(cfg Config, log *zap.Logger) *echo.Echo {
 		dropBadRequestID,
 		middleware.RequestID(),
 		accessLog(log.Named("http")),
+		callContext(tr, cfg.SOAPPath),
 		rateLimit(cfg.RateLimit, cfg.RateBurst, cfg.SOAPPath),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

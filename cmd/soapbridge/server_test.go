@@ -23,6 +23,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/legacybridge/soapbridge/internal/tracing"
 )
 
 // touchEnvelope is a touch call as PHP SoapClient sends it.
@@ -270,7 +272,7 @@ func testEcho(t *testing.T) (*echo.Echo, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg := defaultConfig()
-	e := newEcho(cfg, zap.New(core))
+	e := newEcho(cfg, zap.New(core), tracing.Disabled())
 	e.GET("/panic", func(echo.Context) error { panic("boom") })
 	e.POST(cfg.SOAPPath, func(echo.Context) error { panic("boom in SOAP") })
 	e.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"net/http"
+	"runtime/debug"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/legacybridge/soapbridge/internal/reqid"
+	"github.com/legacybridge/soapbridge/internal/tracing"
+)
+
+// callContext puts the request id (set by echo's RequestID before it) in
+// the request's context, where the core reads it for the notifications a
+// call enqueues, and, when tracing is on, starts the call's root span: the
+// gateway exchanges and store operations of the call become its children
+// through the same context.
+func callContext(tr *tracing.Tracer, soapPath string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			id := requestID(c)
+			ctx := reqid.With(r.Context(), id)
+			if !tr.Enabled() || r.URL.Path == "/healthz" {
+				c.SetRequest(r.WithContext(ctx))
+				return next(c)
+			}
+			name := r.Method + " " + c.Path() // the route, not the URL: bounded names
+			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+				name = "SOAP call"
+			}
+			ctx, span := tr.StartCall(ctx, name, id)
+			defer span.End()
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
+			if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {
+				span.SetAttributes(attribute.String("soap.action", trimAction(a)))
+			}
+			c.SetRequest(r.WithContext(ctx))
+			err := next(c)
+			if err != nil {
+				c.Error(err) // writes the reply, so the status below is final
+			}
+			st := c.Response().Status
+			span.SetAttributes(attribute.Int("http.response.status_code", st))
+			if st >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(st))
+			}
+			return nil
+		}
+	}
+}
+
+// trimAction is a SOAPAction without its quotes and namespace ("urn:x#op",
+// "\"op\"" → "op").
+func trimAction(a string) string {
+	if len(a) >= 2 && a[0] == '"' && a[len(a)-1] == '"' {
+		a = a[1 : len(a)-1]
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] == '#' || a[i] == '/' || a[i] == ':' {
+			return a[i+1:]
+		}
+	}
+	return a
+}
+
+// buildVersion is the module version the binary was built from ("(devel)"
+// for a local build), reported as the traces' service.version.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "unknown"
+}
