@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/store"
 
 	"github.com/legacybridge/soapbridge/internal/backoff"
@@ -119,6 +120,9 @@ func newOutbox(cfg OutboxConfig) *outbox {
 // Enqueue stores n durably (a repeat of the same Key is dropped) and wakes
 // this process's worker.
 func (o *outbox) Enqueue(ctx context.Context, n store.Notification) (added bool, err error) {
+	if n.RequestID == "" {
+		n.RequestID = reqid.From(ctx)
+	}
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = o.cfg.Now()
 	}
@@ -192,7 +196,8 @@ func (o *outbox) RunOnce(ctx context.Context) (int, error) {
 func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 	err := o.get(ctx, n.URL)
 	log := o.log.With(zap.Int64("id", n.ID), zap.Int64("goid", n.GoID),
-		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1))
+		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1),
+		zap.String("request_id", n.RequestID))
 	// The marks outlive a cancelled worker context (shutdown) but not a
 	// stuck store.
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

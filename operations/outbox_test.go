@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/testenv"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -342,4 +343,32 @@ func BenchmarkOutbox(b *testing.B) {
 			}
 		}
 	}
+}
+
+// A notification carries the request id of the call that enqueued it, and
+// every delivery attempt is logged under it.
+func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
+	shop := newFlShop(t)
+	shop.fail = 1
+	clock := newObClock()
+	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
+	core, logs := observer.New(zap.InfoLevel)
+	ob := newOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core),
+		Backoff: func(int) time.Duration { return time.Minute }})
+	ctx := reqid.With(context.Background(), "call-42")
+	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 1, "k1"))
+	require.NoError(t, err)
+	for range 2 {
+		_, err = ob.RunOnce(context.Background()) // the worker's context knows no call
+		require.NoError(t, err)
+		clock.Advance(time.Minute)
+	}
+	var msgs []string
+	for _, e := range logs.All() {
+		if e.ContextMap()["key"] == "k1" {
+			assert.Equal(t, "call-42", e.ContextMap()["request_id"], e.Message)
+			msgs = append(msgs, e.Message)
+		}
+	}
+	assert.Equal(t, []string{"notification not delivered; will retry", "notification delivered"}, msgs)
 }

@@ -152,7 +152,9 @@ func openSQLiteWriter(ctx context.Context, dsn string) (*sql.DB, error) {
 			return w, nil
 		}
 		w.Close()
-		if !isSQLiteBusy(err) || time.Now().After(deadline) {
+		// A column another process added first (00003) is also worth a
+		// retry: goose then finds that migration applied.
+		if !isSQLiteBusy(err) && !strings.Contains(err.Error(), "duplicate column name") || time.Now().After(deadline) {
 			return nil, err
 		}
 		select {

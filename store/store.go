@@ -52,6 +52,9 @@ type Notification struct {
 	NextAttempt time.Time
 	LastError   string
 	CreatedAt   time.Time
+	// RequestID is the request id of the call that enqueued it ("" for
+	// rows from before it was kept), logged with every delivery attempt.
+	RequestID string
 }
 
 // Store is the persistence the bridge needs. Implementations are safe for

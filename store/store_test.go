@@ -54,6 +54,22 @@ var t0 = time.Date(2030, 5, 17, 10, 0, 0, 0, time.UTC)
 func suite(t *testing.T, fresh freshDSN) {
 	ctx := context.Background()
 
+	t.Run("NotificationKeepsRequestID", func(t *testing.T) {
+		s := open(t, fresh(t))
+		_, err := s.Enqueue(ctx, store.Notification{GoID: 1, PaymentID: 7, Key: "7:PAID", URL: "http://shop/n?id=7", RequestID: "req-abc"})
+		require.NoError(t, err)
+		_, err = s.Enqueue(ctx, store.Notification{GoID: 1, PaymentID: 8, Key: "8:PAID", URL: "http://shop/n?id=8"})
+		require.NoError(t, err)
+		got, err := s.Claim(ctx, time.Now().Add(time.Second), 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		ids := map[int64]string{}
+		for _, n := range got {
+			ids[n.PaymentID] = n.RequestID
+		}
+		assert.Equal(t, map[int64]string{7: "req-abc", 8: ""}, ids)
+	})
+
 	t.Run("Sessions", func(t *testing.T) {
 		s := open(t, fresh(t))
 		_, err := s.Session(ctx, 3000000001)
