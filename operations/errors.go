@@ -18,7 +18,10 @@ func serverError(msg string) *ServerError { return &ServerError{Msg: msg} }
 // refusal is a request the bridge or the gateway refused; the core answers
 // it with a CALL_FAILED / FAILED reply carrying the description, never an
 // error.
-type refusal struct{ desc string }
+type refusal struct {
+	desc   string
+	badSig bool // the request's signature does not verify (counted)
+}
 
 func (r *refusal) Error() string { return r.desc }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type OutboxConfig struct {
 	Backoff func(failed int) time.Duration
 	// Now is the clock of due times (default time.Now).
 	Now func() time.Time
+	// OnFailure, when set, is told of every failed delivery attempt
+	// (status page); it must not block.
+	OnFailure func(DeliveryFailure)
 	// OnAttempt, when set, is told of every delivery attempt's outcome:
 	// "delivered", "retry" or "dead" (metrics).
 	OnAttempt func(outcome string)
@@ -71,6 +75,18 @@ const (
 func defaultBackoff(failed int) time.Duration { return outboxBackoff.Delay(failed) }
 
 var outboxBackoff = backoff.Policy{Base: 2 * time.Second, Max: 10 * time.Minute, Jitter: 0.5}
+
+// DeliveryFailure is a failed delivery attempt, without the notification
+// URL's path and query (they carry the e-shop's parameters and signature).
+type DeliveryFailure struct {
+	At        time.Time
+	GoID      int64
+	PaymentID int64
+	Target    string // scheme://host of the notification URL
+	Status    string // "HTTP 503", "timeout" or "no reply"
+	Dead      bool   // no more attempts will be made
+	RequestID string // of the call that enqueued it
+}
 
 // outbox delivers the notifications of a store.
 type outbox struct {
@@ -194,7 +210,7 @@ func (o *outbox) RunOnce(ctx context.Context) (int, error) {
 
 // deliver makes one attempt and records it.
 func (o *outbox) deliver(ctx context.Context, n store.Notification) {
-	err := o.get(ctx, n.URL)
+	status, err := o.get(ctx, n.URL)
 	log := o.log.With(zap.Int64("id", n.ID), zap.Int64("goid", n.GoID),
 		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1),
 		zap.String("request_id", n.RequestID))
@@ -228,6 +244,10 @@ func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 		}
 		log.Error("notification dead: e-shop did not take it", zap.Duration("tried_for", now.Sub(n.CreatedAt)), zap.Error(err))
 		o.attempted("dead")
+		if o.cfg.OnFailure != nil {
+			o.cfg.OnFailure(DeliveryFailure{At: now, GoID: n.GoID, PaymentID: n.PaymentID, Target: outboxHost(n.URL),
+				Status: status, Dead: true, RequestID: n.RequestID})
+		}
 		return
 	}
 	next := now.Add(o.cfg.Backoff(n.Attempts + 1))
@@ -237,6 +257,10 @@ func (o *outbox) deliver(ctx context.Context, n store.Notification) {
 	}
 	log.Warn("notification not delivered; will retry", zap.Time("next", next), zap.Error(err))
 	o.attempted("retry")
+	if o.cfg.OnFailure != nil {
+		o.cfg.OnFailure(DeliveryFailure{At: now, GoID: n.GoID, PaymentID: n.PaymentID, Target: outboxHost(n.URL),
+			Status: status, RequestID: n.RequestID})
+	}
 }
 
 func (o *outbox) attempted(outcome string) {
@@ -245,29 +269,44 @@ func (o *outbox) attempted(outcome string) {
 	}
 }
 
-// get makes the delivery request; only a 2xx answer counts.
-func (o *outbox) get(ctx context.Context, rawURL string) error {
+// get makes the delivery request; only a 2xx answer counts. status says
+// in a few words what came back, for the status page.
+func (o *outbox) get(ctx context.Context, rawURL string) (status string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return fmt.Errorf("bad notification URL: %w", err)
+		return "bad URL", fmt.Errorf("bad notification URL: %w", err)
 	}
 	req.Header.Set("User-Agent", "soapbridge-notify/1.0")
 	resp, err := o.hc.Do(req)
 	if err != nil {
+		status = "no reply"
 		var ue *url.Error
 		if errors.As(err, &ue) {
+			if ue.Timeout() {
+				status = "timeout"
+			}
 			err = ue.Err // the URL carries the signature; the key fields say which row
 		}
-		return fmt.Errorf("GET %s: %w", outboxTarget(rawURL), err)
+		return status, fmt.Errorf("GET %s: %w", outboxTarget(rawURL), err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("GET %s: HTTP %d", outboxTarget(rawURL), resp.StatusCode)
+		return "HTTP " + strconv.Itoa(resp.StatusCode), fmt.Errorf("GET %s: HTTP %d", outboxTarget(rawURL), resp.StatusCode)
 	}
-	return nil
+	return "", nil
+}
+
+// outboxHost is the scheme and host of a notification URL: all the status
+// page may show of it.
+func outboxHost(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func outboxTarget(rawURL string) string {

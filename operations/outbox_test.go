@@ -353,8 +353,10 @@ func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	core, logs := observer.New(zap.InfoLevel)
+	var failures []DeliveryFailure
 	ob := newOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core),
-		Backoff: func(int) time.Duration { return time.Minute }})
+		Backoff:   func(int) time.Duration { return time.Minute },
+		OnFailure: func(f DeliveryFailure) { failures = append(failures, f) }})
 	ctx := reqid.With(context.Background(), "call-42")
 	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 1, "k1"))
 	require.NoError(t, err)
@@ -371,4 +373,13 @@ func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"notification not delivered; will retry", "notification delivered"}, msgs)
+	// The status page's record: host and status only, never the URL's
+	// path or query (they carry the e-shop's parameters and signature).
+	require.Len(t, failures, 1)
+	f := failures[0]
+	assert.Equal(t, shop.srv.URL, f.Target)
+	assert.Regexp(t, `^HTTP 5\d\d$`, f.Status)
+	assert.Equal(t, "call-42", f.RequestID)
+	assert.False(t, f.Dead)
+	assert.Equal(t, int64(1), f.PaymentID)
 }

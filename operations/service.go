@@ -55,6 +55,9 @@ type Config struct {
 	// Now is the clock of sessions and of the method list cache (default
 	// time.Now).
 	Now func() time.Time
+	// OnBadSignature, when set, is told of every SOAP call refused because
+	// its encryptedSignature does not verify (metrics); it must not block.
+	OnBadSignature func(op string, goid int64)
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long
@@ -77,6 +80,7 @@ type Service struct {
 	now                 func() time.Time
 	callDeadline        time.Duration
 	returnStatusTimeout time.Duration
+	onBadSignature      func(op string, goid int64)
 }
 
 // New validates cfg and returns a Service. Error messages name the faulty
@@ -93,6 +97,8 @@ func New(cfg Config) (*Service, error) {
 		log:          cfg.Logger,
 		now:          cfg.Now,
 		callDeadline: cfg.CallDeadline,
+
+		onBadSignature: cfg.OnBadSignature,
 	}
 	if s.gw == nil {
 		return nil, errors.New("operations: no gateway client")

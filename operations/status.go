@@ -60,7 +60,9 @@ func (s *Service) merchantOf(ref *sessionRef) *refusal {
 }
 
 func badSignature(part string) *refusal {
-	return refuse("invalid encryptedSignature of %s: it does not verify with the e-shop's secure key", part)
+	r := refuse("invalid encryptedSignature of %s: it does not verify with the e-shop's secure key", part)
+	r.badSig = true
+	return r
 }
 
 // failedStatus is the CALL_FAILED reply to ref, signed when a key is known.
@@ -255,4 +257,8 @@ func (s *Service) refused(ctx context.Context, op string, ref sessionRef, r *ref
 		fs = append(fs, zap.Int64("payment", *ref.PaymentID))
 	}
 	s.logFor(ctx).Info("request refused", fs...)
+	// Every SOAP refusal passes here: the one place to count forgeries.
+	if r.badSig && s.onBadSignature != nil && ref.GoID != nil {
+		s.onBadSignature(op, *ref.GoID)
+	}
 }

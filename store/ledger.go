@@ -43,6 +43,8 @@ type Ledger interface {
 	// CallNotDone deletes a pending or in-doubt call held by claim that
 	// certainly did not happen, so that a retry may act.
 	CallNotDone(ctx context.Context, key CallKey, claim string) error
+	// LedgerCounts reports the entries not done (ledger_counts.go).
+	LedgerCounts(ctx context.Context) (LedgerCounts, error)
 }
 
 // CallKey identifies one money-moving call.

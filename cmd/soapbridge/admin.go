@@ -175,6 +175,11 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{with .Probe.Outbox}}<table><tr><th>pending</th><td>{{.Pending}}</td></tr><tr><th>delivered</th><td>{{.Delivered}}</td></tr>
 <tr><th>dead (given up)</th><td{{if .Dead}} class="bad"{{end}}>{{.Dead}}</td></tr></table>{{else}}<p class="bad">store unreachable</p>{{end}}
 <p>Delivery attempts since start: {{range .Attempts}}{{.Operation}} {{.Calls}} · {{end}}</p>
+<h3>Recent failed deliveries (this replica)</h3>
+{{if .Failures}}<table><tr><th>time</th><th>goid</th><th>payment</th><th>target</th><th>status</th><th>request id</th></tr>
+{{range .Failures}}<tr><td>{{.At.Format "2006-01-02 15:04:05"}}</td><td>{{.GoID}}</td><td>{{.PaymentID}}</td><td>{{.Target}}</td>
+<td{{if .Dead}} class="bad"{{end}}>{{.Status}}{{if .Dead}} (given up){{end}}</td><td>{{.RequestID}}</td></tr>
+{{end}}</table>{{else}}<p>none since start</p>{{end}}
 <h2>Merchants</h2>
 <table><tr><th>goid</th><th>client id</th><th>currency</th><th>notifications to</th><th>allowed networks</th><th>Basic auth</th><th>rate limit</th></tr>
 {{range .Merchants}}<tr><td>{{.GoID}}</td><td>{{.ClientID}}</td><td>{{.Currency}}</td><td>{{.Notifications}}</td>
@@ -207,6 +212,7 @@ func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := statusPage.Execute(w, map[string]any{
 		"Started": a.started, "Probe": a.p.result(r.Context()), "Merchants": ms, "Attempts": a.m.Attempts(),
+		"Failures": a.m.RecentFailures(),
 	}); err != nil {
 		a.log.Warn("status page", zap.Error(err))
 	}

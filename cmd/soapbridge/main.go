@@ -171,11 +171,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			Observer:     met,
 			Tracer:       tr,
 		}),
-		Outbox:       operations.OutboxConfig{OnAttempt: met.OutboxAttempt},
-		CallDeadline: cfg.CallDeadline,
-		Store:        st,
-		Logger:       log.Named("operations"),
-		PublicURL:    publicURL,
+		Outbox: operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
+			met.OutboxFailed(metrics.OutboxFailure(f))
+		}},
+		OnBadSignature: met.BadSignature,
+		CallDeadline:   cfg.CallDeadline,
+		Store:          st,
+		Logger:         log.Named("operations"),
+		PublicURL:      publicURL,
 
 		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
 	})

@@ -95,10 +95,25 @@ func TestAdminMetricsReadinessStatusPage(t *testing.T) {
 	assert.Contains(t, text, `soapbridge_store_duration_seconds_count{op="session"}`)
 	assert.Contains(t, text, "go_goroutines ")
 
+	assert.Contains(t, text, `soapbridge_ledger_calls{state="pending"} 0`)
+	assert.Contains(t, text, `soapbridge_ledger_calls{state="in_doubt"} 0`)
+	assert.Equal(t, 0.0, metricValue(t, text, "soapbridge_signature_failures_total", `merchant="`+demoGoID+`",operation="paymentStatus"`))
+
+	// A forged call: the signature of payment id, sent for id+1.
+	ids := strconv.FormatInt(id, 10)
+	forged := strings.Replace(body3, long("paymentSessionId", ids), long("paymentSessionId", strconv.FormatInt(id+1, 10)), 1)
+	require.NotEqual(t, body3, forged)
+	a = soapAs(t, e.b.SOAPURL, "127.0.0.1", "shop", testBasicPassword, "paymentStatus", forged)
+	require.Empty(t, a.fault)
+	require.Equal(t, "CALL_FAILED", a.result)
+	_, text2 := adminGet(t, admin+"/metrics")
+	assert.Equal(t, 1.0, metricValue(t, text2, "soapbridge_signature_failures_total", `merchant="`+demoGoID+`",operation="paymentStatus"`))
+
 	code, page := adminGet(t, admin+"/")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, page, demoGoID)
-	assert.Contains(t, page, "<td>paymentStatus</td><td>4</td>")
+	assert.Contains(t, page, "<td>paymentStatus</td><td>5</td>")
+	assert.Contains(t, page, "none since start", "no failed delivery yet")
 	assert.Contains(t, page, "http://127.0.0.1:9")
 	for _, secret := range []string{demoClientSecret, demoSecureKey, testBasicPassword, "shop-notify-token"} {
 		assert.NotContains(t, page, secret)

@@ -67,6 +67,10 @@ type Metrics struct {
 	attempts *prometheus.CounterVec
 	storeLat *prometheus.HistogramVec
 	outcomes [3]atomic.Int64 // delivered, retry, dead: for the status page
+	badSigs  *prometheus.CounterVec
+
+	failMu   sync.Mutex
+	failures []OutboxFailure // the most recent last, at most maxFailures
 }
 
 var outcomeNames = [3]string{"delivered", "retry", "dead"}
@@ -95,7 +99,10 @@ func New(ops []string, goids []int64, st store.Store) *Metrics {
 	m.storeLat = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "soapbridge_store_duration_seconds",
 		Help: "Duration of store operations.", Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}},
 		[]string{"op"})
-	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat)
+	m.badSigs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_signature_failures_total",
+		Help: "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant."},
+		[]string{"operation", "merchant"})
+	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, m.badSigs)
 	if st != nil {
 		r.MustRegister(&outboxCollector{st: st})
 	}
@@ -166,6 +173,54 @@ func (m *Metrics) ObserveGateway(endpoint string, status int, d time.Duration) {
 	}
 }
 
+// BadSignature is operations.Config.OnBadSignature. The labels stay
+// bounded: an operation comes from the core's own names, an unconfigured
+// goid counts as "other".
+func (m *Metrics) BadSignature(op string, goid int64) {
+	if goid != 0 && !m.goids[goid] {
+		goid = -1
+	}
+	m.badSigs.WithLabelValues(op, merchantLabel(goid)).Inc()
+}
+
+// maxFailures is how many failed deliveries the status page lists.
+const maxFailures = 20
+
+// OutboxFailure is a failed delivery attempt as the status page shows it:
+// where (scheme and host only: the path and query of a notification URL
+// carry the e-shop's parameters and the signature) and what came back.
+type OutboxFailure struct {
+	At        time.Time
+	GoID      int64
+	PaymentID int64
+	Target    string // scheme://host
+	Status    string // "HTTP 503", "no reply", "timeout"
+	Dead      bool   // given up
+	RequestID string
+}
+
+// OutboxFailed is OutboxConfig.OnFailure.
+func (m *Metrics) OutboxFailed(f OutboxFailure) {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	if len(m.failures) == maxFailures {
+		copy(m.failures, m.failures[1:])
+		m.failures = m.failures[:maxFailures-1]
+	}
+	m.failures = append(m.failures, f)
+}
+
+// RecentFailures are the last failed deliveries, most recent first.
+func (m *Metrics) RecentFailures() []OutboxFailure {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	out := make([]OutboxFailure, len(m.failures))
+	for i, f := range m.failures {
+		out[len(out)-1-i] = f
+	}
+	return out
+}
+
 // OutboxAttempt is OutboxConfig.OnAttempt.
 func (m *Metrics) OutboxAttempt(outcome string) {
 	m.attempts.WithLabelValues(outcome).Inc()
@@ -225,18 +280,27 @@ func (m *Metrics) Usage() map[string][]OperationUse {
 	return out
 }
 
-// outboxCollector reads the outbox and ledger sizes from the store at
+// outboxCollector reads the outbox and ledger backlogs from the store at
 // scrape time, so that every replica reports the shared backlog.
 type outboxCollector struct{ st store.Store }
 
 var outboxDesc = prometheus.NewDesc("soapbridge_outbox_notifications", "Notifications in the outbox by state (pending, delivered, dead).",
 	[]string{"state"}, nil)
 
-func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- outboxDesc }
+var ledgerDesc = prometheus.NewDesc("soapbridge_ledger_calls", "Money-moving calls in the ledger not done, by state (pending: under way, in_doubt: outcome unknown).",
+	[]string{"state"}, nil)
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- outboxDesc; ch <- ledgerDesc }
 
 func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if l, err := c.st.LedgerCounts(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(ledgerDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(ledgerDesc, prometheus.GaugeValue, float64(l.Pending), "pending")
+		ch <- prometheus.MustNewConstMetric(ledgerDesc, prometheus.GaugeValue, float64(l.InDoubt), "in_doubt")
+	}
 	n, err := c.st.Counts(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(outboxDesc, err)
