@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,10 +388,13 @@ func TestThreeReplicasBehindHAProxy(t *testing.T) {
 	const killed = 2
 	k := replicas[killed]
 	k.stopped = true
+	// Its counters die with it: read them just before the kill.
+	_, killedText := adminGet(t, k.AdminURL+"/metrics")
 	killStart := time.Now()
 	require.NoError(t, k.cmd.Process.Signal(syscall.SIGKILL))
 	<-k.done
 	killEnd := time.Now() // the process is gone
+	killedLogged := countLines(k, `"logger":"http"`, `"method":"POST"`, `"path":"`+soapPath+`"`)
 	checkNoSecrets(t, k.log.String(), k.readyAt, k.embedded)
 	wg.Wait()
 
@@ -419,6 +423,32 @@ func TestThreeReplicasBehindHAProxy(t *testing.T) {
 			assert.Equal(t, served[i], countLines(b, `"request_id":"ha-load-`, `"status":200`), "r%d's access log agrees with the replies", i)
 		}
 	}
+
+	// Metrics scraped from each replica add up to the SOAP calls it
+	// answered. A survivor's counter equals the SOAP requests in its access
+	// log over the whole test, and its touch and paymentStatus counts cover
+	// the load calls the clients saw it answer. The killed replica's
+	// counter is lost with it; its last scrape, taken just before the kill,
+	// counts at most the calls it had finished by the kill plus those then
+	// in flight (one per load worker and the shop).
+	var survivors float64
+	for i, b := range replicas {
+		if i == killed {
+			continue
+		}
+		_, text := adminGet(t, b.AdminURL+"/metrics")
+		got := soapCallsTotal(t, text, "")
+		logged := countLines(b, `"logger":"http"`, `"method":"POST"`, `"path":"`+soapPath+`"`)
+		assert.Equal(t, float64(logged), got, "r%d: soapbridge_soap_calls_total over all series = SOAP requests it logged", i)
+		loadOps := soapCallsTotal(t, text, `operation="touch"`) + soapCallsTotal(t, text, `operation="paymentStatus"`)
+		assert.GreaterOrEqual(t, loadOps, float64(served[i]), "r%d: its touch and paymentStatus counters cover the load calls it answered", i)
+		survivors += got
+	}
+	before := soapCallsTotal(t, killedText, "")
+	assert.Positive(t, before, "r%d counted calls before the kill", killed)
+	assert.LessOrEqual(t, before, float64(killedLogged+workers+1), "r%d's last scrape counts no more than it answered", killed)
+	t.Logf("metrics: survivors counted %.0f SOAP calls (= their access logs); r%d counted %.0f before the kill (%d logged by the kill)",
+		survivors, killed, before, killedLogged)
 
 	// Every notification the shared outbox accepted reaches the e-shop
 	// once, the paid payments' included, though a replica died. (A
@@ -454,4 +484,20 @@ func TestThreeReplicasBehindHAProxy(t *testing.T) {
 		t.Fatalf("a notification was delivered twice: %v", q)
 	case <-time.After(time.Second):
 	}
+}
+
+// soapCallsTotal sums the soapbridge_soap_calls_total series whose labels
+// contain filter ("" for all) in a Prometheus text exposition.
+func soapCallsTotal(t *testing.T, text, filter string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, m := range regexp.MustCompile(`(?m)^soapbridge_soap_calls_total\{([^}]*)\} (\S+)$`).FindAllStringSubmatch(text, -1) {
+		if !strings.Contains(m[1], filter) {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(t, err)
+		total += v
+	}
+	return total
 }
