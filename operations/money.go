@@ -50,8 +50,8 @@ func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFun
 type moneyCall struct {
 	op     string // ledger operation
 	m      Merchant
-	id     int64    // the payment acted on (parent for a recurrence, 0 for a create)
-	fields []string // the signed request fields: the ledger key
+	id     int64  // the payment acted on (parent for a recurrence, 0 for a create)
+	signed string // what the request's signature verified (SignedDigest): the ledger key
 	// act performs the call. nil error: done. A *refusal or *ServerError:
 	// the bridge decided before any POST (not done). Any other error is the
 	// REST client's, sorted by restbackend.OutcomeOf.
@@ -76,7 +76,7 @@ const pendingStale = 30 * time.Second
 // reconciles; a repeat while the first is under way is refused. The error
 // is a *refusal or a *ServerError.
 func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, error) {
-	key := store.CallKey{GoID: c.m.GoID, Operation: c.op, Hash: store.RequestHash(c.fields...)}
+	key := store.CallKey{GoID: c.m.GoID, Operation: c.op, Hash: store.RequestHash(c.op, c.signed)}
 	log := s.logFor(ctx).With(zap.String("op", c.op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", c.id))
 	for range 2 {
 		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), c.m.ReplayWindow)

@@ -51,7 +51,8 @@ func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
 		return s.failedResult(ref, r.desc), nil
 	}
 	id := *ref.PaymentID
-	c := &moneyCall{op: op, m: ref.M, id: id, fields: PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID))}
+	// The fields are digits only: their signed digest is their hash.
+	c := &moneyCall{op: op, m: ref.M, id: id, signed: hashHex(ref.M.SecureKey, PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID)))}
 	do(ref.M, id, c)
 	rec, err := s.once(ctx, c)
 	if err != nil {
@@ -235,14 +236,15 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		return fail(refuse("missing refundRequest.currency"))
 	}
 	fields := RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID), formatOptInt(amount), currency, in.Description)
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, fields...) {
+	digest, ok := SignedDigest(ref.M.SecureKey, in.EncryptedSignature, fields)
+	if !ok {
 		return fail(badSignature("refundRequest"))
 	}
 	if *amount <= 0 {
 		return fail(refuse("refundRequest.amount must be positive"))
 	}
 	m, id := ref.M, *ref.PaymentID
-	c := &moneyCall{op: ledgerOp, m: m, id: id, fields: fields}
+	c := &moneyCall{op: ledgerOp, m: m, id: id, signed: digest}
 	c.act = func(ctx context.Context) (store.CallRecord, error) {
 		// The currency must be the payment's; the bridge's session knows
 		// it, otherwise the gateway's status does.

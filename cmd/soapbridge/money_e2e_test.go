@@ -21,6 +21,7 @@ import (
 	"github.com/beevik/etree"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/encoding/charmap"
 
 	"github.com/legacybridge/soapbridge/internal/faultproxy"
 	"github.com/legacybridge/soapbridge/operations"
@@ -421,4 +422,29 @@ func TestMoneySIGTERMDuringCapture(t *testing.T) {
 	e.b.stopped = true
 	assert.Contains(t, e.b.log.String(), `"msg":"stopped"`)
 	assert.Equal(t, restbackend.StatePaid, e.status(auth).State)
+}
+
+// TestMoneyMojibakeReplayRefundsOnce: a signed refund replayed with its
+// description turned to mojibake (its UTF-8 bytes read as windows-1250)
+// still verifies through the windows-1250 fallback; it is the same signed
+// request, so it is answered from the ledger and refunds nothing.
+func TestMoneyMojibakeReplayRefundsOnce(t *testing.T) {
+	e := newMoneyEnv(t, "1s", "4s")
+	id := e.payment("plain")
+	ids := operations.FormatInt(id)
+	const desc = "vrácení části"
+	moji, err := charmap.Windows1250.NewDecoder().String(desc)
+	require.NoError(t, err)
+	sig := sign(t, operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", desc)...)
+	body := func(d string) string {
+		return `<refundRequest xsi:type="ns2:ERefundRequest">` + long("amount", "3000") + str("currency", "CZK") + str("description", d) +
+			str("encryptedSignature", sig) + long("paymentSessionId", ids) + long("targetGoId", demoGoID) + `</refundRequest>`
+	}
+	first := e.soap("partiallyRefundPayment", body(desc))
+	require.Equal(t, "FINISHED", first.String())
+	replay := e.soap("partiallyRefundPayment", body(moji))
+	assert.Equal(t, "FINISHED", replay.String(), "the mojibake verifies and gets the first answer")
+	assert.Equal(t, 1, e.refunds(id), "no second refund")
+	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"))
+	assert.Contains(t, e.b.log.String(), "repeated call answered from the ledger")
 }
