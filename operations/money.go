@@ -54,31 +54,55 @@ type moneyCall struct {
 	signed string // what the request's signature verified (SignedDigest): the ledger key
 	// act performs the call. nil error: done. A *refusal or *ServerError:
 	// the bridge decided before any POST (not done). Any other error is the
-	// REST client's, sorted by restbackend.OutcomeOf.
+	// REST client's, sorted by restbackend.OutcomeOf. An act whose
+	// reconciliation needs a baseline records it with setBaseline before
+	// its POST.
 	act func(ctx context.Context) (store.CallRecord, error)
 	// reconcile reads the gateway after an unknown outcome and tells what
-	// happened; it may use baseline, which act sets before its POST and the
-	// ledger keeps while the call is in doubt. nil: nothing can be read.
+	// happened; it may use baseline. nil: nothing can be read.
 	reconcile func(ctx context.Context) (store.CallRecord, restbackend.Outcome)
 	baseline  string
+	// needsBaseline: act always persists a baseline before its POST, so an
+	// entry without one never reached the gateway.
+	needsBaseline bool
+	// retryUnknown: the call moves no money (a create), so an unknown
+	// outcome is released for a retry instead of blocking the request.
+	retryUnknown bool
+	// replayable tells whether a done record may still be replayed
+	// (nil: always). false releases the entry and the call acts again.
+	replayable func(ctx context.Context, rec store.CallRecord) bool
+
+	setBaseline func(ctx context.Context, b string) error // set by once
 }
 
-// baselineMark precedes the baseline in the note of an in-doubt entry.
+// baselineMark precedes the baseline in the note of a ledger entry.
 const baselineMark = " baseline="
 
 // pendingStale is how long past the call deadline a pending entry is taken
-// for a call whose process died: then a repeat reconciles it.
+// for a call whose process died: then a repeat reconciles it. It is also
+// the least the replay window must exceed beyond the call deadline.
 const pendingStale = 30 * time.Second
+
+// ledgerTimeout bounds each ledger write. The writes run detached from the
+// call's context: a call whose deadline passed during its POST must still
+// record what happened.
+const ledgerTimeout = 5 * time.Second
+
+// errOutcomeUnknownCreate answers a create whose reply was lost: creating a
+// payment moves no money, so the entry is released and a retry creates a
+// new payment (the unconfirmed one is never shown to the customer and
+// lapses).
+var errOutcomeUnknownCreate = serverError("payment gateway gave no usable reply; no payment was confirmed, a retry creates a new one")
 
 // once runs c at most once per ledger key within the merchant's replay
 // window. A repeat of a done call gets its record without reaching the
 // gateway; a repeat of an in-doubt call (or one whose process died)
-// reconciles; a repeat while the first is under way is refused. The error
-// is a *refusal or a *ServerError.
+// reconciles, whatever its age; a repeat while the first is under way is
+// refused. The error is a *refusal or a *ServerError.
 func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, error) {
 	key := store.CallKey{GoID: c.m.GoID, Operation: c.op, Hash: store.RequestHash(c.op, c.signed)}
 	log := s.logFor(ctx).With(zap.String("op", c.op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", c.id))
-	for range 2 {
+	for range 3 {
 		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), c.m.ReplayWindow)
 		if err != nil {
 			log.Error("ledger claim failed; the call is not attempted", zap.Error(err))
@@ -89,6 +113,11 @@ func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, err
 		}
 		switch call.State {
 		case store.CallDone:
+			if c.replayable != nil && !c.replayable(ctx, call.CallRecord) {
+				log.Info("recorded call no longer replayable; acting again", zap.Int64("result_payment", call.PaymentID))
+				s.notDone(ctx, log, key, call.Claim)
+				continue
+			}
 			log.Info("repeated call answered from the ledger", zap.Int64("result_payment", call.PaymentID), zap.String("result", call.Result))
 			return call.CallRecord, nil
 		case store.CallPending:
@@ -98,18 +127,31 @@ func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, err
 			}
 			log.Warn("pending ledger entry outlived its call; reconciling")
 		}
-		if i := strings.LastIndex(call.Note, baselineMark); i >= 0 {
+		if c.retryUnknown {
+			log.Info("unsettled create released: a create moves no money")
+			s.notDone(ctx, log, key, call.Claim)
+			continue
+		}
+		i := strings.LastIndex(call.Note, baselineMark)
+		if i >= 0 {
 			c.baseline = call.Note[i+len(baselineMark):]
 		}
-		rec, out := s.reconcile(ctx, c)
+		var rec store.CallRecord
+		out := restbackend.OutcomeUnknown
+		if c.needsBaseline && i < 0 && call.State == store.CallPending {
+			// The baseline precedes the POST: without one, none was sent.
+			out = restbackend.OutcomeNotDone
+		} else {
+			rec, out = s.reconcile(ctx, c)
+		}
 		switch out {
 		case restbackend.OutcomeDone:
 			log.Info("in-doubt call reconciled: the gateway acted", zap.String("result", rec.Result))
-			s.finish(ctx, log, "done", s.ledger.CallDone(ctx, key, call.Claim, rec))
+			s.done(ctx, log, key, call.Claim, rec)
 			return rec, nil
 		case restbackend.OutcomeNotDone:
 			log.Info("in-doubt call reconciled: the gateway did not act; acting now")
-			s.finish(ctx, log, "not done", s.ledger.CallNotDone(ctx, key, call.Claim))
+			s.notDone(ctx, log, key, call.Claim)
 			continue
 		}
 		log.Warn("repeated call still in doubt")
@@ -119,64 +161,126 @@ func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, err
 }
 
 // act performs a claimed call and records its outcome.
-func (s *Service) act(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, c *moneyCall) (store.CallRecord, error) {
-	rec, err := c.act(ctx)
+func (s *Service) act(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, c *moneyCall) (rec store.CallRecord, err error) {
+	c.setBaseline = func(ctx context.Context, b string) error {
+		lctx, cancel := s.ledgerContext(ctx)
+		defer cancel()
+		if err := s.ledger.SetNote(lctx, key, claim, "before the gateway call"+baselineMark+b, s.now()); err != nil {
+			log.Error("baseline not recorded; the call is not attempted", zap.Error(err))
+			return serverError("session store unavailable")
+		}
+		c.baseline = b
+		return nil
+	}
+	defer func() {
+		// A panic may come after the POST: the entry stays in doubt (not
+		// pending until it goes stale) and a repeat reconciles.
+		if p := recover(); p != nil {
+			s.inDoubt(ctx, log, key, claim, c, fmt.Sprint("panic: ", p))
+			panic(p)
+		}
+	}()
+	rec, err = c.act(ctx)
 	if err == nil {
-		s.finish(ctx, log, "done", s.ledger.CallDone(ctx, key, claim, rec))
+		s.settle(ctx, log, key, claim, rec)
 		return rec, nil
 	}
 	var r *refusal
 	var se *ServerError
 	if errors.As(err, &r) || errors.As(err, &se) {
-		s.finish(ctx, log, "not done", s.ledger.CallNotDone(ctx, key, claim))
+		s.notDone(ctx, log, key, claim)
 		return store.CallRecord{}, err
 	}
-	switch restbackend.OutcomeOf(err) {
-	case restbackend.OutcomeNotDone:
-		s.finish(ctx, log, "not done", s.ledger.CallNotDone(ctx, key, claim))
+	if restbackend.OutcomeOf(err) == restbackend.OutcomeNotDone {
+		s.notDone(ctx, log, key, claim)
 		var ns *restbackend.NotStartedError
 		if errors.As(err, &ns) {
 			log.Warn("gateway call not attempted: too little time left", zap.Error(err))
 			return store.CallRecord{}, notAttempted()
 		}
 		return store.CallRecord{}, s.gatewayFailed(ctx, c.op, c.m.GoID, c.id, err)
-	case restbackend.OutcomeDone: // not an error of the REST client
-		s.finish(ctx, log, "not done", s.ledger.CallNotDone(ctx, key, claim))
-		log.Error("operation failed", zap.Error(err))
-		return store.CallRecord{}, serverError("internal error")
 	}
+	// Unknown: sent without a usable reply, or an error that is not the
+	// REST client's (taken as unknown, never as not done).
 	log.Warn("gateway call sent, no usable reply: reconciling", zap.Error(err))
 	rec, out := s.reconcile(ctx, c)
 	switch out {
 	case restbackend.OutcomeDone:
 		log.Info("reconciled: the gateway acted", zap.String("result", rec.Result))
-		s.finish(ctx, log, "done", s.ledger.CallDone(ctx, key, claim, rec))
+		s.settle(ctx, log, key, claim, rec)
 		return rec, nil
 	case restbackend.OutcomeNotDone:
 		log.Info("reconciled: the gateway did not act")
-		s.finish(ctx, log, "not done", s.ledger.CallNotDone(ctx, key, claim))
+		s.notDone(ctx, log, key, claim)
 		return store.CallRecord{}, errNotDone
 	}
-	note := "no usable reply: " + err.Error()
-	if c.baseline != "" {
-		note = clipNote(note, 200) + baselineMark + c.baseline
+	if c.retryUnknown {
+		log.Warn("outcome unknown; released for a retry (moves no money)", zap.Error(err))
+		s.notDone(ctx, log, key, claim)
+		return store.CallRecord{}, errOutcomeUnknownCreate
 	}
 	log.Warn("outcome unknown; the call stays in doubt")
-	s.finish(ctx, log, "in doubt", s.ledger.CallInDoubt(ctx, key, claim, note))
+	s.inDoubt(ctx, log, key, claim, c, "no usable reply: "+err.Error())
 	return store.CallRecord{}, errOutcomeUnknown
 }
 
+// reconcile runs c's reconciliation on a context of its own when the
+// call's has too little left: a POST that timed out near the deadline
+// would leave none, and the status or history read is what tells the
+// e-shop what happened.
 func (s *Service) reconcile(ctx context.Context, c *moneyCall) (store.CallRecord, restbackend.Outcome) {
 	if c.reconcile == nil {
 		return store.CallRecord{}, restbackend.OutcomeUnknown
 	}
-	return c.reconcile(ctx)
+	reserve := s.gw.Timeout()
+	if dl, ok := ctx.Deadline(); ctx.Err() == nil && (!ok || time.Until(dl) >= reserve) {
+		return c.reconcile(ctx)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserve)
+	defer cancel()
+	return c.reconcile(rctx)
+}
+
+func (s *Service) ledgerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+}
+
+// settle records a known result: a success as done (replayed to repeats),
+// a FAILED one released, so that a legitimate retry may act.
+func (s *Service) settle(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, rec store.CallRecord) {
+	if rec.Result == Failed {
+		s.notDone(ctx, log, key, claim)
+		return
+	}
+	s.done(ctx, log, key, claim, rec)
+}
+
+func (s *Service) done(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, rec store.CallRecord) {
+	lctx, cancel := s.ledgerContext(ctx)
+	defer cancel()
+	s.finish(log, "done", s.ledger.CallDone(lctx, key, claim, rec, s.now()))
+}
+
+func (s *Service) notDone(ctx context.Context, log *zap.Logger, key store.CallKey, claim string) {
+	lctx, cancel := s.ledgerContext(ctx)
+	defer cancel()
+	s.finish(log, "not done", s.ledger.CallNotDone(lctx, key, claim))
+}
+
+func (s *Service) inDoubt(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, c *moneyCall, why string) {
+	note := clipNote(why, 200)
+	if c.baseline != "" {
+		note += baselineMark + c.baseline
+	}
+	lctx, cancel := s.ledgerContext(ctx)
+	defer cancel()
+	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, key, claim, note, s.now()))
 }
 
 // finish logs a ledger update that failed: the answer stands (it says what
 // the gateway did), a repeat then finds the entry pending or in doubt and
 // reconciles.
-func (s *Service) finish(ctx context.Context, log *zap.Logger, what string, err error) {
+func (s *Service) finish(log *zap.Logger, what string, err error) {
 	if err != nil {
 		log.Error("ledger update failed", zap.String("to", what), zap.Error(err))
 	}

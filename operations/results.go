@@ -143,6 +143,7 @@ func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*P
 func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
 	return s.sessionAction(ctx, "refundPayment", in, func(m Merchant, id int64, c *moneyCall) {
 		c.act = func(ctx context.Context) (store.CallRecord, error) { return s.refundRest(ctx, m, id, c) }
+		c.needsBaseline = true
 		c.reconcile = s.refundCheck(m, id, c)
 	})
 }
@@ -179,7 +180,9 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *money
 		}
 	}
 	n, _ := refundsOf(hist, left)
-	c.baseline = fmt.Sprintf("%d:%d", left, n)
+	if err := c.setBaseline(ctx, fmt.Sprintf("%d:%d", left, n)); err != nil {
+		return store.CallRecord{}, err
+	}
 	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
 	if err != nil {
 		return store.CallRecord{}, err
@@ -263,7 +266,11 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
 			return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
 		}
-		if c.baseline, err = s.refundBaseline(ctx, m, id, *amount); err != nil {
+		b, err := s.refundBaseline(ctx, m, id, *amount)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		if err := c.setBaseline(ctx, b); err != nil {
 			return store.CallRecord{}, err
 		}
 		res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
@@ -273,6 +280,7 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		return resultRecord(id, res), nil
 	}
 	c.reconcile = s.refundCheck(m, id, c)
+	c.needsBaseline = true
 	rec, err := s.once(ctx, c)
 	if err != nil {
 		var r *refusal
