@@ -83,6 +83,11 @@ const baselineMark = " baseline="
 // the least the replay window must exceed beyond the call deadline.
 const pendingStale = 30 * time.Second
 
+// MinReplayWindow is what a merchant's replay window must exceed under a
+// call deadline: a repeat of a call still under way, or of one whose
+// process died and whose entry is not yet stale, must find its entry.
+func MinReplayWindow(callDeadline time.Duration) time.Duration { return callDeadline + pendingStale }
+
 // ledgerTimeout bounds each ledger write. The writes run detached from the
 // call's context: a call whose deadline passed during its POST must still
 // record what happened.

@@ -541,6 +541,9 @@ func (c *Config) validate() error {
 	var window time.Duration
 	for _, m := range c.Merchants {
 		window = max(window, m.ReplayWindow)
+		if least := operations.MinReplayWindow(c.CallDeadline); m.ReplayWindow > 0 && m.ReplayWindow <= least {
+			bad("merchant %d: replay_window %v must be longer than the call deadline plus 30s (%v): a repeat of a call still under way would act again", m.GoID, m.ReplayWindow, least)
+		}
 	}
 	if err := c.Retention().Validate(window); err != nil {
 		bad("retention: %s", strings.TrimPrefix(err.Error(), "store: "))

@@ -228,6 +228,8 @@ merchants:
 			want: "retention: retention of the ledger 720h0m0s is under the longest replay window 800h0m0s"},
 		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
 			want: "replay window 1s is under a minute"},
+		{name: "replay window under deadline plus stale margin", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 70s}\n",
+			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay_window 1m10s must be longer than the call deadline plus 30s (1m15s)"},
 		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {
