@@ -217,10 +217,20 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	// A payment cannot be looked up by order number: a create whose reply
-	// was lost stays in doubt (a repeat answers "outcome unknown" until the
-	// replay window ends), and a repeat of a created one answers the same
-	// payment with its current status, whatever it has become since.
-	call := &moneyCall{op: op, m: m, signed: digest}
+	// was lost stays in doubt (a repeat answers "outcome unknown") for
+	// createDoubtWindow, then a repeat creates a new payment. A repeat of a
+	// created one answers the same payment while it is still CREATED; once
+	// paid, canceled or timed out, the same signed command (a static
+	// base-integration form) creates a new one.
+	call := &moneyCall{op: op, m: m, signed: digest, doubtWindow: createDoubtWindow}
+	var replaySt *PaymentStatus
+	var replayP *restbackend.Payment
+	var replayErr error
+	call.replayable = func(ctx context.Context, rec store.CallRecord) bool {
+		replaySt, replayP, replayErr = s.statusFor(ctx, m, rec.PaymentID)
+		// Unreadable: answer the error below rather than create again.
+		return replayErr != nil || replayP.State == restbackend.StateCreated
+	}
 	call.act = func(ctx context.Context) (store.CallRecord, error) {
 		p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
 		if err != nil {
@@ -253,7 +263,10 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	}
 	p := created
 	if p == nil { // a repeat answered from the ledger: the payment as it is now
-		st, p, err := s.statusFor(ctx, m, rec.PaymentID)
+		st, p, err := replaySt, replayP, replayErr
+		if st == nil && err == nil {
+			st, p, err = s.statusFor(ctx, m, rec.PaymentID)
+		}
 		if err != nil {
 			if errors.As(err, &r) {
 				return fail(r)

@@ -65,9 +65,10 @@ type moneyCall struct {
 	// needsBaseline: act always persists a baseline before its POST, so an
 	// entry without one never reached the gateway.
 	needsBaseline bool
-	// retryUnknown: the call moves no money (a create), so an unknown
-	// outcome is released for a retry instead of blocking the request.
-	retryUnknown bool
+	// doubtWindow, when set, releases an unsettled entry that old for a
+	// new call: for a create, which moves no money, so that a lost reply
+	// does not block the e-shop's order for the whole replay window.
+	doubtWindow time.Duration
 	// replayable tells whether a done record may still be replayed
 	// (nil: always). false releases the entry and the call acts again.
 	replayable func(ctx context.Context, rec store.CallRecord) bool
@@ -93,11 +94,10 @@ func MinReplayWindow(callDeadline time.Duration) time.Duration { return callDead
 // record what happened.
 const ledgerTimeout = 5 * time.Second
 
-// errOutcomeUnknownCreate answers a create whose reply was lost: creating a
-// payment moves no money, so the entry is released and a retry creates a
-// new payment (the unconfirmed one is never shown to the customer and
-// lapses).
-var errOutcomeUnknownCreate = serverError("payment gateway gave no usable reply; no payment was confirmed, a retry creates a new one")
+// createDoubtWindow is how long a createPayment whose reply was lost (or
+// whose process died) blocks a repeat: then the repeat creates a new
+// payment. The unconfirmed one was never shown to a customer and lapses.
+const createDoubtWindow = 5 * time.Minute
 
 // once runs c at most once per ledger key within the merchant's replay
 // window. A repeat of a done call gets its record without reaching the
@@ -120,7 +120,9 @@ func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, err
 		case store.CallDone:
 			if c.replayable != nil && !c.replayable(ctx, call.CallRecord) {
 				log.Info("recorded call no longer replayable; acting again", zap.Int64("result_payment", call.PaymentID))
-				s.notDone(ctx, log, key, call.Claim)
+				lctx, cancel := s.ledgerContext(ctx)
+				s.finish(log, "released", s.ledger.ReleaseCall(lctx, key, call.Claim))
+				cancel()
 				continue
 			}
 			log.Info("repeated call answered from the ledger", zap.Int64("result_payment", call.PaymentID), zap.String("result", call.Result))
@@ -132,8 +134,8 @@ func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, err
 			}
 			log.Warn("pending ledger entry outlived its call; reconciling")
 		}
-		if c.retryUnknown {
-			log.Info("unsettled create released: a create moves no money")
+		if c.doubtWindow > 0 && s.now().Sub(call.UpdatedAt) >= c.doubtWindow {
+			log.Info("unsettled entry released after its doubt window: the call moves no money")
 			s.notDone(ctx, log, key, call.Claim)
 			continue
 		}
@@ -218,11 +220,6 @@ func (s *Service) act(ctx context.Context, log *zap.Logger, key store.CallKey, c
 		log.Info("reconciled: the gateway did not act")
 		s.notDone(ctx, log, key, claim)
 		return store.CallRecord{}, errNotDone
-	}
-	if c.retryUnknown {
-		log.Warn("outcome unknown; released for a retry (moves no money)", zap.Error(err))
-		s.notDone(ctx, log, key, claim)
-		return store.CallRecord{}, errOutcomeUnknownCreate
 	}
 	log.Warn("outcome unknown; the call stays in doubt")
 	s.inDoubt(ctx, log, key, claim, c, "no usable reply: "+err.Error())

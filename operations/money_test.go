@@ -91,6 +91,16 @@ func (l *fakeLedger) CallNotDone(ctx context.Context, key store.CallKey, claim s
 	return err
 }
 
+func (l *fakeLedger) ReleaseCall(ctx context.Context, key store.CallKey, claim string) error {
+	err := l.update(ctx, key, claim, []store.CallState{store.CallDone}, func(c *store.Call) {})
+	if err == nil {
+		l.mu.Lock()
+		delete(l.calls, key)
+		l.mu.Unlock()
+	}
+	return err
+}
+
 // only returns the single entry of the ledger.
 func (l *fakeLedger) only(t *testing.T) (store.Call, bool) {
 	t.Helper()
@@ -301,4 +311,30 @@ func TestOncePanicLeavesInDoubt(t *testing.T) {
 	e, _ := l.only(t)
 	assert.Equal(t, store.CallInDoubt, e.State)
 	assert.Contains(t, e.Note, baselineMark+"3000:[]")
+}
+
+// Finding 3: a create whose reply was lost blocks its repeats only for
+// createDoubtWindow (it moves no money), then a repeat creates anew.
+func TestOnceCreateDoubtWindow(t *testing.T) {
+	s, _, clk := onceService(t)
+	n := 0
+	call := func(lost bool) *moneyCall {
+		return &moneyCall{op: "createPayment", m: s.merchants[testGoID], signed: "d", doubtWindow: createDoubtWindow,
+			act: func(ctx context.Context) (store.CallRecord, error) {
+				n++
+				if lost {
+					return store.CallRecord{}, errLostReply
+				}
+				return store.CallRecord{PaymentID: 9, Result: CallCompleted}, nil
+			}}
+	}
+	_, err := s.once(context.Background(), call(true))
+	assert.Equal(t, errOutcomeUnknown, err)
+	_, err = s.once(context.Background(), call(false))
+	assert.Equal(t, errOutcomeUnknown, err, "within the doubt window")
+	clk.add(createDoubtWindow)
+	rec, err := s.once(context.Background(), call(false))
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), rec.PaymentID)
+	assert.Equal(t, 2, n)
 }

@@ -52,6 +52,10 @@ type Ledger interface {
 	// CallNotDone deletes a pending or in-doubt call held by claim that
 	// certainly did not happen, so that a retry may act.
 	CallNotDone(ctx context.Context, key CallKey, claim string) error
+	// ReleaseCall deletes a done call held by claim whose result may no
+	// longer be replayed (a created payment that is no longer CREATED), so
+	// that the same request acts again.
+	ReleaseCall(ctx context.Context, key CallKey, claim string) error
 }
 
 // MaxNote bounds the note of a ledger entry.
@@ -119,7 +123,7 @@ func newClaim() (string, error) {
 }
 
 type ledgerQueries struct {
-	insert, takeOver, get, note, done, inDoubt, notDone string
+	insert, takeOver, get, note, done, inDoubt, notDone, release string
 }
 
 const ledgerCols = `goid, operation, request_hash, claim, state, payment_id, result, description, reply, note, created_at, updated_at`
@@ -146,6 +150,8 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		notDone: d.rebind(`DELETE FROM ledger
 			WHERE` + key + ` AND claim = ? AND state IN ('pending', 'in_doubt')`),
+		release: d.rebind(`DELETE FROM ledger
+			WHERE` + key + ` AND claim = ? AND state = 'done'`),
 	}
 }
 
@@ -249,6 +255,10 @@ func (s *sqlStore) CallInDoubt(ctx context.Context, key CallKey, claim, note str
 
 func (s *sqlStore) CallNotDone(ctx context.Context, key CallKey, claim string) error {
 	return s.finishCall(ctx, "not done", key, s.lq.notDone, key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) ReleaseCall(ctx context.Context, key CallKey, claim string) error {
+	return s.finishCall(ctx, "release", key, s.lq.release, key.GoID, key.Operation, key.Hash, claim)
 }
 
 func (s *sqlStore) finishCall(ctx context.Context, what string, key CallKey, q string, args ...any) error {

@@ -55,6 +55,7 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 
 		assert.ErrorIs(t, s.CallInDoubt(ctx, key, c.Claim, "late", t0), store.ErrNotClaimed, "done is final")
 		assert.ErrorIs(t, s.CallNotDone(ctx, key, c.Claim), store.ErrNotClaimed, "done is final")
+		assert.ErrorIs(t, s.ReleaseCall(ctx, key, "not-my-claim"), store.ErrNotClaimed)
 
 		// Past the window the same fields are a new call.
 		fresh, claimed, err := s.ClaimCall(ctx, key, t0.Add(window+time.Second), window)
@@ -150,6 +151,20 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		_, claimed, err = s.ClaimCall(ctx, key, t0.Add(4*window), window)
 		require.NoError(t, err)
 		assert.True(t, claimed, "a done entry past the window is replaced")
+	})
+
+	// A done entry that may no longer be replayed is released by its
+	// claim; the same request then acts again.
+	t.Run("LedgerRelease", func(t *testing.T) {
+		s := open(t, fresh(t))
+		c, _, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		assert.ErrorIs(t, s.ReleaseCall(ctx, key, c.Claim), store.ErrNotClaimed, "only a done entry is released")
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{PaymentID: 1, Result: "CALL_COMPLETED"}, t0))
+		require.NoError(t, s.ReleaseCall(ctx, key, c.Claim))
+		_, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Minute), window)
+		require.NoError(t, err)
+		assert.True(t, claimed)
 	})
 
 	t.Run("LedgerDurable", func(t *testing.T) {

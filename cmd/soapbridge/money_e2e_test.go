@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -447,4 +448,32 @@ func TestMoneyMojibakeReplayRefundsOnce(t *testing.T) {
 	assert.Equal(t, 1, e.refunds(id), "no second refund")
 	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"))
 	assert.Contains(t, e.b.log.String(), "repeated call answered from the ledger")
+}
+
+// TestMoneyCreateReplayOnlyWhileCreated: a repeated createPayment gets the
+// same payment while it is still CREATED; once the customer canceled it at
+// the gateway, the same signed command (a static base-integration form)
+// creates a new payment instead of sending the customer to a dead one.
+func TestMoneyCreateReplayOnlyWhileCreated(t *testing.T) {
+	e := newMoneyEnv(t, "1s", "4s")
+	before := e.payment("plain")
+	create := moneyOps[len(moneyOps)-1]
+	require.Equal(t, "createPayment", create.name)
+	first := create.call(e, before)
+	require.Equal(t, "CALL_COMPLETED", first.String())
+	again := create.call(e, before)
+	assert.Equal(t, first.id, again.id, "a repeat while CREATED is the same payment")
+
+	id, err := strconv.ParseInt(first.id, 10, 64)
+	require.NoError(t, err)
+	require.NoError(t, e.sb.Act(context.Background(), id, sandbox.Action{Do: sandbox.ActCancel}))
+	third := create.call(e, before)
+	require.Equal(t, "CALL_COMPLETED", third.String())
+	assert.NotEqual(t, first.id, third.id, "a canceled payment is not replayed: a new one is created")
+	nid, err := strconv.ParseInt(third.id, 10, 64)
+	require.NoError(t, err)
+	assert.Equal(t, restbackend.StateCreated, e.status(nid).State)
+	fourth := create.call(e, before)
+	assert.Equal(t, third.id, fourth.id, "the new payment is replayed while CREATED")
+	assert.Equal(t, 2, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment"))
 }
