@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -342,50 +343,111 @@ func stateIn(states ...string) func(p *restbackend.Payment) bool {
 	}
 }
 
-// refundsOf counts the refunds of amount in hist that did not fail.
-func refundsOf(hist []restbackend.Refund, amount int64) (n int, last restbackend.Refund) {
+// refundBaselineOf is the baseline of a refund of amount: the ids of the
+// refunds of that amount already in the history, in any state. Counting
+// them instead would take another refund of the same amount for this one,
+// and a refund that failed since for one that did not happen.
+func refundBaselineOf(hist []restbackend.Refund, amount int64) string {
+	ids := make([]string, 0, len(hist))
 	for _, r := range hist {
-		if r.Amount == amount && r.State != restbackend.RefundFailed {
-			n++
-			last = r
+		if r.Amount == amount {
+			ids = append(ids, strconv.FormatInt(r.ID, 10))
 		}
 	}
-	return n, last
+	return fmt.Sprintf("ids:%d:%s", amount, strings.Join(ids, ","))
+}
+
+// refundOutcome tells from the history whether the refund of baseline
+// happened: done when exactly one new refund of its amount appeared, not
+// done when none did, unknown when more did (refunds of one payment are
+// serialised by lockRefunds, but the gateway may still be finishing an
+// earlier one) or the baseline is not readable.
+func refundOutcome(baseline string, hist []restbackend.Refund) (string, restbackend.Outcome) {
+	rest, ok := strings.CutPrefix(baseline, "ids:")
+	amountText, idsText, ok2 := strings.Cut(rest, ":")
+	amount, err := strconv.ParseInt(amountText, 10, 64)
+	if !ok || !ok2 || err != nil {
+		return "", restbackend.OutcomeUnknown
+	}
+	seen := map[string]bool{}
+	for _, id := range strings.Split(idsText, ",") {
+		seen[id] = true
+	}
+	var fresh []restbackend.Refund
+	for _, r := range hist {
+		if r.Amount == amount && !seen[strconv.FormatInt(r.ID, 10)] {
+			fresh = append(fresh, r)
+		}
+	}
+	switch {
+	case len(fresh) == 0:
+		return "", restbackend.OutcomeNotDone
+	case len(fresh) > 1:
+		return "", restbackend.OutcomeUnknown
+	}
+	switch fresh[0].State {
+	case restbackend.RefundSucceeded:
+		return restbackend.ResultFinished, restbackend.OutcomeDone
+	case restbackend.RefundFailed:
+		return restbackend.ResultFailed, restbackend.OutcomeDone
+	}
+	return restbackend.ResultAccepted, restbackend.OutcomeDone // under way: its money is committed
 }
 
 // refundBaseline reads the refund history of id before a refund of amount
-// and returns the baseline: "amount:count of such refunds".
+// and returns its baseline (refundBaselineOf).
 func (s *Service) refundBaseline(ctx context.Context, m Merchant, id, amount int64) (string, error) {
 	hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
 	if err != nil {
 		return "", err
 	}
-	n, _ := refundsOf(hist, amount)
-	return fmt.Sprintf("%d:%d", amount, n), nil
+	return refundBaselineOf(hist, amount), nil
 }
 
-// refundCheck reconciles a refund of c.baseline's amount: done when the
-// history holds more refunds of that amount than before the POST.
+// refundCheck reconciles a refund by c.baseline (refundOutcome).
 func (s *Service) refundCheck(m Merchant, id int64, c *moneyCall) func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
 	return func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
-		var amount int64
-		var before int
-		if _, err := fmt.Sscanf(c.baseline, "%d:%d", &amount, &before); err != nil {
-			return store.CallRecord{}, restbackend.OutcomeUnknown
-		}
 		hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
 		if err != nil {
 			s.logFor(ctx).Warn("reconciliation: refund history not readable", zap.Int64("payment", id), zap.Error(err))
 			return store.CallRecord{}, restbackend.OutcomeUnknown
 		}
-		n, last := refundsOf(hist, amount)
-		if n > before {
-			res := restbackend.ResultAccepted // a refund still under way has its money committed
-			if last.State == restbackend.RefundSucceeded {
-				res = restbackend.ResultFinished
-			}
-			return resultRecord(id, &restbackend.Result{ID: id, Result: res}), restbackend.OutcomeDone
+		res, out := refundOutcome(c.baseline, hist)
+		if out != restbackend.OutcomeDone {
+			return store.CallRecord{}, out
 		}
-		return store.CallRecord{}, restbackend.OutcomeNotDone
+		return resultRecord(id, &restbackend.Result{ID: id, Result: res}), out
 	}
+}
+
+// refundLock is the ledger operation of the per-payment refund lock.
+const refundLock = "refund-lock"
+
+// lockRefunds serialises the refunds of payment id across processes, so
+// that a refund's reconciliation sees no other refund appear beside it.
+// The lock is a pending ledger entry; one left by a dead process is taken
+// over once it outlived a call.
+func (s *Service) lockRefunds(ctx context.Context, m Merchant, id int64) (unlock func(), err error) {
+	key := store.CallKey{GoID: m.GoID, Operation: refundLock, Hash: strconv.FormatInt(id, 10)}
+	for range 2 {
+		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), MinReplayWindow(s.callDeadline))
+		if err != nil {
+			s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
+			return nil, serverError("session store unavailable")
+		}
+		if claimed {
+			return func() {
+				lctx, cancel := s.ledgerContext(ctx)
+				defer cancel()
+				if err := s.ledger.CallNotDone(lctx, key, call.Claim); err != nil {
+					s.logFor(ctx).Error("refund lock not released", zap.Int64("payment", id), zap.Error(err))
+				}
+			}, nil
+		}
+		if s.now().Sub(call.CreatedAt) < s.callDeadline+pendingStale {
+			break
+		}
+		_ = s.ledger.CallNotDone(ctx, key, call.Claim) // stale: its holder died
+	}
+	return nil, serverError("another refund of this payment is in progress: nothing was done, retry when it has finished")
 }

@@ -338,3 +338,57 @@ func TestOnceCreateDoubtWindow(t *testing.T) {
 	assert.Equal(t, int64(9), rec.PaymentID)
 	assert.Equal(t, 2, n)
 }
+
+// Finding 4: the refund reconciliation compares refund ids, not counts.
+func TestRefundOutcomeByIDs(t *testing.T) {
+	const ok, failed, requested = restbackend.RefundSucceeded, restbackend.RefundFailed, restbackend.RefundRequested
+	base := refundBaselineOf([]restbackend.Refund{{ID: 1, Amount: 3000, State: requested}, {ID: 2, Amount: 500, State: ok}}, 3000)
+
+	// (b) the REQUESTED refund of the baseline failed since, and this
+	// refund happened: done, though the count of live refunds is unchanged.
+	res, out := refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000, State: failed}, {ID: 2, Amount: 500, State: ok},
+		{ID: 3, Amount: 3000, State: ok}})
+	assert.Equal(t, restbackend.OutcomeDone, out)
+	assert.Equal(t, restbackend.ResultFinished, res)
+
+	// Nothing new of the amount: not done (another amount does not count).
+	_, out = refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000, State: ok}, {ID: 2, Amount: 500, State: ok}, {ID: 4, Amount: 700, State: ok}})
+	assert.Equal(t, restbackend.OutcomeNotDone, out)
+
+	// (a) two new refunds of the same amount: which one is this call's
+	// cannot be told.
+	_, out = refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000}, {ID: 3, Amount: 3000, State: ok}, {ID: 4, Amount: 3000, State: ok}})
+	assert.Equal(t, restbackend.OutcomeUnknown, out)
+
+	res, out = refundOutcome(base, []restbackend.Refund{{ID: 5, Amount: 3000, State: requested}})
+	assert.Equal(t, restbackend.OutcomeDone, out)
+	assert.Equal(t, restbackend.ResultAccepted, res)
+	res, out = refundOutcome(base, []restbackend.Refund{{ID: 5, Amount: 3000, State: failed}})
+	assert.Equal(t, restbackend.OutcomeDone, out)
+	assert.Equal(t, restbackend.ResultFailed, res, "the gateway refused it: answered FAILED, and a retry may act")
+
+	_, out = refundOutcome("3000:1", nil)
+	assert.Equal(t, restbackend.OutcomeUnknown, out, "an old count baseline is not trusted")
+}
+
+// Refunds of one payment are serialised; a lock left by a dead process is
+// taken over once it outlived a call.
+func TestLockRefunds(t *testing.T) {
+	s, _, clk := onceService(t)
+	m := s.merchants[testGoID]
+	unlock, err := s.lockRefunds(context.Background(), m, 7)
+	require.NoError(t, err)
+	_, err = s.lockRefunds(context.Background(), m, 7)
+	var se *ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Error(), "another refund of this payment is in progress")
+	other, err := s.lockRefunds(context.Background(), m, 8)
+	require.NoError(t, err, "another payment is not locked")
+	other()
+	unlock()
+	_, err = s.lockRefunds(context.Background(), m, 7)
+	require.NoError(t, err)
+	clk.add(s.callDeadline + pendingStale)
+	_, err = s.lockRefunds(context.Background(), m, 7)
+	assert.NoError(t, err, "a stale lock is taken over")
+}

@@ -3,7 +3,6 @@ package operations
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"go.uber.org/zap"
@@ -160,6 +159,11 @@ func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (
 // a refund larger than what is left, so the whole amount would fail there.
 // The history read before the POST is also the reconciliation's baseline.
 func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *moneyCall) (store.CallRecord, error) {
+	unlock, err := s.lockRefunds(ctx, m, id)
+	if err != nil {
+		return store.CallRecord{}, err
+	}
+	defer unlock()
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		return store.CallRecord{}, err
@@ -179,8 +183,13 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *money
 			return store.CallRecord{}, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
-	n, _ := refundsOf(hist, left)
-	if err := c.setBaseline(ctx, fmt.Sprintf("%d:%d", left, n)); err != nil {
+	if p.State != restbackend.StatePartiallyRefunded {
+		// Read anyway: a refund of the whole amount may have failed before.
+		if hist, err = s.gw.RefundHistory(ctx, m.Credentials(), id); err != nil {
+			return store.CallRecord{}, err
+		}
+	}
+	if err := c.setBaseline(ctx, refundBaselineOf(hist, left)); err != nil {
 		return store.CallRecord{}, err
 	}
 	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
@@ -266,6 +275,11 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
 			return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
 		}
+		unlock, err := s.lockRefunds(ctx, m, id)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		defer unlock()
 		b, err := s.refundBaseline(ctx, m, id, *amount)
 		if err != nil {
 			return store.CallRecord{}, err

@@ -28,6 +28,7 @@ import (
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
+	"github.com/legacybridge/soapbridge/store"
 )
 
 // moneyEnv is a bridge whose gateway is the sandbox behind a fault proxy.
@@ -476,4 +477,48 @@ func TestMoneyCreateReplayOnlyWhileCreated(t *testing.T) {
 	fourth := create.call(e, before)
 	assert.Equal(t, third.id, fourth.id, "the new payment is replayed while CREATED")
 	assert.Equal(t, 2, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment"))
+}
+
+// TestMoneyLateReplyAtDeadline is review finding 2's reproduction: the
+// refund's reads use the spare time (history GET +550 ms) and its POST's
+// reply comes after the REST timeout (+700 ms), so ≈0 of the 1.2 s deadline
+// is left when the outcome is unknown. The ledger entry is still written
+// (in doubt, or done when the reconciliation on its own context could
+// read the history) with the baseline persisted before the POST, and the
+// retry reconciles from that baseline: one refund, one POST.
+func TestMoneyLateReplyAtDeadline(t *testing.T) {
+	e := newMoneyEnv(t, "600ms", "1200ms", withEnv("SOAPBRIDGE_SHUTDOWN_TIMEOUT=5s"))
+	id := e.payment("plain")
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: "/api/payments/payment/*/refunds", Fault: faultproxy.Delay, Delay: 550 * time.Millisecond})
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: "/api/payments/payment/*/refund", Fault: faultproxy.Delay, Delay: 700 * time.Millisecond, Times: 1})
+	first := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
+	assert.Eventually(t, func() bool { return e.refunds(id) == 1 }, 5*time.Second, 20*time.Millisecond, "the gateway refunded")
+	t.Logf("first answer: %v", first)
+	assert.True(t, first.String() == "FINISHED" || strings.HasPrefix(first.String(), "fault: outcome unknown"), "%v", first)
+
+	// The ledger as the bridge left it (the bridge's own SQLite file).
+	st, err := store.Open(context.Background(), e.b.DB)
+	require.NoError(t, err)
+	defer st.Close()
+	ids := operations.FormatInt(id)
+	digest, ok := operations.SignedDigest(demoSecureKey, sign(t, operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě")...),
+		operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě"))
+	require.True(t, ok)
+	goid, _ := strconv.ParseInt(demoGoID, 10, 64)
+	key := store.CallKey{GoID: goid, Operation: "partiallyRefundPayment", Hash: store.RequestHash("partiallyRefundPayment", digest)}
+	entry, claimed, err := st.ClaimCall(context.Background(), key, time.Now(), 24*time.Hour)
+	require.NoError(t, err)
+	require.False(t, claimed, "the entry was written")
+	if entry.State == store.CallInDoubt {
+		assert.Contains(t, entry.Note, " baseline=ids:3000:", "the baseline was persisted")
+	} else {
+		assert.Equal(t, store.CallDone, entry.State)
+	}
+	assert.NotContains(t, e.b.log.String(), "ledger update failed")
+
+	e.proxy.Clear()
+	retry := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
+	assert.Equal(t, "FINISHED", retry.String(), "the retry reconciles from the baseline")
+	assert.Equal(t, 1, e.refunds(id), "no second refund")
+	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"))
 }
