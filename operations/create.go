@@ -46,10 +46,10 @@ func (c *PaymentCommand) SignatureFields() []string { return c.signatureFields()
 
 // verify checks the command's signature over the canonical fields or, for
 // the .NET library, over the untrimmed ones; each in UTF-8 or windows-1250.
-func (c *PaymentCommand) verify(secureKey string) bool {
+// digest is what was signed (SignedDigest): the ledger's key.
+func (c *PaymentCommand) verify(secureKey string) (digest string, ok bool) {
 	f := c.signatureFields()
-	_, ok := VerifyCompat(secureKey, c.EncryptedSignature, f.Fields(), f.Untrimmed())
-	return ok
+	return SignedDigest(secureKey, c.EncryptedSignature, f.Fields(), f.Untrimmed())
 }
 
 func (c *PaymentCommand) signatureFields() PaymentCommandFields {
@@ -204,7 +204,8 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	if r := s.merchantOf(&ref); r != nil {
 		return fail(r)
 	}
-	if !c.verify(ref.M.SecureKey) {
+	digest, ok := c.verify(ref.M.SecureKey)
+	if !ok {
 		return fail(badSignature("paymentCommand"))
 	}
 	m := ref.M
@@ -216,10 +217,20 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	// A payment cannot be looked up by order number: a create whose reply
-	// was lost stays in doubt (a repeat answers "outcome unknown" until the
-	// replay window ends), and a repeat of a created one answers the same
-	// payment with its current status, whatever it has become since.
-	call := &moneyCall{op: op, m: m, fields: c.SignatureFields()}
+	// was lost stays in doubt (a repeat answers "outcome unknown") for
+	// createDoubtWindow, then a repeat creates a new payment. A repeat of a
+	// created one answers the same payment while it is still CREATED; once
+	// paid, canceled or timed out, the same signed command (a static
+	// base-integration form) creates a new one.
+	call := &moneyCall{op: op, m: m, signed: digest, doubtWindow: createDoubtWindow}
+	var replaySt *PaymentStatus
+	var replayP *restbackend.Payment
+	var replayErr error
+	call.replayable = func(ctx context.Context, rec store.CallRecord) bool {
+		replaySt, replayP, replayErr = s.statusFor(ctx, m, rec.PaymentID)
+		// Unreadable: answer the error below rather than create again.
+		return replayErr != nil || replayP.State == restbackend.StateCreated
+	}
 	call.act = func(ctx context.Context) (store.CallRecord, error) {
 		p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
 		if err != nil {
@@ -252,7 +263,10 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 	}
 	p := created
 	if p == nil { // a repeat answered from the ledger: the payment as it is now
-		st, p, err := s.statusFor(ctx, m, rec.PaymentID)
+		st, p, err := replaySt, replayP, replayErr
+		if st == nil && err == nil {
+			st, p, err = s.statusFor(ctx, m, rec.PaymentID)
+		}
 		if err != nil {
 			if errors.As(err, &r) {
 				return fail(r)
@@ -294,8 +308,9 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 	if rr.ParentPaymentSessionID == nil {
 		return fail(refuse("missing recurrenceRequest.parentPaymentSessionId"))
 	}
-	if !Verify(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID), formatOptInt(rr.TargetGoID),
-		rr.OrderNumber, formatOptInt(rr.TotalPrice))...) {
+	digest, ok := SignedDigest(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID),
+		formatOptInt(rr.TargetGoID), rr.OrderNumber, formatOptInt(rr.TotalPrice)))
+	if !ok {
 		return fail(badSignature("recurrenceRequest"))
 	}
 	switch {
@@ -313,8 +328,7 @@ func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequ
 	var child *restbackend.Payment
 	var found bool
 	var parent store.Session
-	call := &moneyCall{op: op, m: m, id: parentID, fields: RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID),
-		formatOptInt(rr.TargetGoID), rr.OrderNumber, formatOptInt(rr.TotalPrice))}
+	call := &moneyCall{op: op, m: m, id: parentID, signed: digest}
 	call.act = func(ctx context.Context) (store.CallRecord, error) {
 		// The child inherits currency and productName from the parent: from
 		// the bridge's session, else (a parent not created here) the

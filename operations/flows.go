@@ -103,7 +103,7 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 	}
 	// Checked here too (createPayment checks it again) so that a forged
 	// form is told apart from a malformed one.
-	if !c.verify(m.SecureKey) {
+	if _, ok := c.verify(m.SecureKey); !ok {
 		return "", ErrBadSignature
 	}
 	// Detached from the browser's connection like a SOAP call: a customer

@@ -3,7 +3,6 @@ package operations
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"go.uber.org/zap"
@@ -51,7 +50,8 @@ func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
 		return s.failedResult(ref, r.desc), nil
 	}
 	id := *ref.PaymentID
-	c := &moneyCall{op: op, m: ref.M, id: id, fields: PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID))}
+	// The fields are digits only: their signed digest is their hash.
+	c := &moneyCall{op: op, m: ref.M, id: id, signed: hashHex(ref.M.SecureKey, PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID)))}
 	do(ref.M, id, c)
 	rec, err := s.once(ctx, c)
 	if err != nil {
@@ -142,6 +142,7 @@ func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*P
 func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
 	return s.sessionAction(ctx, "refundPayment", in, func(m Merchant, id int64, c *moneyCall) {
 		c.act = func(ctx context.Context) (store.CallRecord, error) { return s.refundRest(ctx, m, id, c) }
+		c.needsBaseline = true
 		c.reconcile = s.refundCheck(m, id, c)
 	})
 }
@@ -158,6 +159,11 @@ func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (
 // a refund larger than what is left, so the whole amount would fail there.
 // The history read before the POST is also the reconciliation's baseline.
 func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *moneyCall) (store.CallRecord, error) {
+	unlock, err := s.lockRefunds(ctx, m, id)
+	if err != nil {
+		return store.CallRecord{}, err
+	}
+	defer unlock()
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		return store.CallRecord{}, err
@@ -177,8 +183,15 @@ func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *money
 			return store.CallRecord{}, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
-	n, _ := refundsOf(hist, left)
-	c.baseline = fmt.Sprintf("%d:%d", left, n)
+	if p.State != restbackend.StatePartiallyRefunded {
+		// Read anyway: a refund of the whole amount may have failed before.
+		if hist, err = s.gw.RefundHistory(ctx, m.Credentials(), id); err != nil {
+			return store.CallRecord{}, err
+		}
+	}
+	if err := c.setBaseline(ctx, refundBaselineOf(hist, left)); err != nil {
+		return store.CallRecord{}, err
+	}
 	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
 	if err != nil {
 		return store.CallRecord{}, err
@@ -235,14 +248,15 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		return fail(refuse("missing refundRequest.currency"))
 	}
 	fields := RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID), formatOptInt(amount), currency, in.Description)
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, fields...) {
+	digest, ok := SignedDigest(ref.M.SecureKey, in.EncryptedSignature, fields)
+	if !ok {
 		return fail(badSignature("refundRequest"))
 	}
 	if *amount <= 0 {
 		return fail(refuse("refundRequest.amount must be positive"))
 	}
 	m, id := ref.M, *ref.PaymentID
-	c := &moneyCall{op: ledgerOp, m: m, id: id, fields: fields}
+	c := &moneyCall{op: ledgerOp, m: m, id: id, signed: digest}
 	c.act = func(ctx context.Context) (store.CallRecord, error) {
 		// The currency must be the payment's; the bridge's session knows
 		// it, otherwise the gateway's status does.
@@ -261,7 +275,16 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
 			return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
 		}
-		if c.baseline, err = s.refundBaseline(ctx, m, id, *amount); err != nil {
+		unlock, err := s.lockRefunds(ctx, m, id)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		defer unlock()
+		b, err := s.refundBaseline(ctx, m, id, *amount)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		if err := c.setBaseline(ctx, b); err != nil {
 			return store.CallRecord{}, err
 		}
 		res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
@@ -271,6 +294,7 @@ func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *Re
 		return resultRecord(id, res), nil
 	}
 	c.reconcile = s.refundCheck(m, id, c)
+	c.needsBaseline = true
 	rec, err := s.once(ctx, c)
 	if err != nil {
 		var r *refusal

@@ -119,6 +119,12 @@ func New(cfg Config) (*Service, error) {
 		if err := m.Validate(); err != nil {
 			return nil, fmt.Errorf("operations: merchant #%d: %w", i+1, err)
 		}
+		// A repeat of a call still under way must find its entry: the
+		// window has to outlast the call and the time a pending entry of a
+		// dead process takes to count as stale.
+		if least := MinReplayWindow(s.callDeadline); m.ReplayWindow <= least {
+			return nil, fmt.Errorf("operations: merchant #%d: replay window %v must be longer than the call deadline plus %v (%v)", i+1, m.ReplayWindow, pendingStale, least)
+		}
 		if _, dup := s.merchants[m.GoID]; dup {
 			return nil, fmt.Errorf("operations: merchant #%d: goid %d configured twice", i+1, m.GoID)
 		}

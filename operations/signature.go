@@ -77,20 +77,36 @@ const (
 // (bytes 1..8), which clients using their platform's default DESede cipher
 // send.
 func VerifyCompat(secureKey, signature string, alts ...[]string) (Charset, bool) {
+	_, cs, ok := verifyDigest(secureKey, signature, alts)
+	return cs, ok
+}
+
+// SignedDigest reports whether signature verifies over fields (as Verify)
+// and returns what it verified: the SHA-1 hex the client signed. Money
+// paths key their ledger on it rather than on the fields' text, since the
+// windows-1250 fallback accepts one signature for two texts (the UTF-8
+// original and its mojibake, whose windows-1250 bytes are the original's
+// UTF-8 bytes): both are the same signed request.
+func SignedDigest(secureKey, signature string, alts ...[]string) (string, bool) {
+	d, _, ok := verifyDigest(secureKey, signature, alts)
+	return d, ok
+}
+
+func verifyDigest(secureKey, signature string, alts [][]string) (string, Charset, bool) {
 	block, err := tripleDES(secureKey)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	raw, err := hex.DecodeString(strings.TrimSpace(signature))
 	if err != nil || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
-		return "", false
+		return "", "", false
 	}
 	plain := make([]byte, len(raw))
 	ecb(block, plain, raw, block.Decrypt)
 	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
 	for _, fields := range alts {
 		if hashEquals(plain, []byte(joinFields(secureKey, fields...))) {
-			return CharsetUTF8, true
+			return string(plain), CharsetUTF8, true
 		}
 	}
 	for _, fields := range alts {
@@ -103,10 +119,10 @@ func VerifyCompat(secureKey, signature string, alts ...[]string) (Charset, bool)
 			continue
 		}
 		if hashEquals(plain, []byte(cp)) {
-			return CharsetWindows1250, true
+			return string(plain), CharsetWindows1250, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 func hashEquals(plain, joined []byte) bool {

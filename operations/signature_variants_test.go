@@ -1,6 +1,8 @@
 package operations
 
 import (
+	"golang.org/x/text/encoding/charmap"
+
 	"bytes"
 	"crypto/des"
 	"encoding/hex"
@@ -246,4 +248,35 @@ func BenchmarkVerifyCipher(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The windows-1250 fallback accepts one signature for two texts: the UTF-8
+// original and its mojibake (the original's UTF-8 bytes read as
+// windows-1250). SignedDigest gives both the digest that was signed, so the
+// ledger sees one request, not two.
+func TestSignedDigestOfMojibakeIsTheOriginals(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	orig := RefundRequestFields("8123456789", "42", "3000", "CZK", "vrácení části")
+	moji, err := charmap.Windows1250.NewDecoder().String(orig[4])
+	require.NoError(t, err)
+	require.Equal(t, "vrĂˇcenĂ­ ÄŤĂˇsti", moji)
+	alt := RefundRequestFields("8123456789", "42", "3000", "CZK", moji)
+	sig, err := Sign(key, orig...)
+	require.NoError(t, err)
+
+	d1, ok := SignedDigest(key, sig, orig)
+	require.True(t, ok)
+	cs, ok := VerifyCompat(key, sig, alt)
+	require.True(t, ok, "the mojibake verifies through the fallback")
+	assert.Equal(t, CharsetWindows1250, cs)
+	d2, ok := SignedDigest(key, sig, alt)
+	require.True(t, ok)
+	assert.Equal(t, d1, d2, "one signed request, one digest")
+	assert.Equal(t, hashHex(key, orig), d1)
+
+	other, err := Sign(key, RefundRequestFields("8123456789", "42", "3000", "CZK", "druhá část")...)
+	require.NoError(t, err)
+	d3, ok := SignedDigest(key, other, RefundRequestFields("8123456789", "42", "3000", "CZK", "druhá část"))
+	require.True(t, ok)
+	assert.NotEqual(t, d1, d3, "another description is another request")
 }

@@ -127,9 +127,10 @@ func sameID(field string, got *int64, want int64) func() error {
 // 401 drops the token, fetches a fresh one and repeats the call once; GETs
 // are retried on transport errors and 5xx with jittered backoff.
 //
-// Deadlines: a call that acts gets its own Config.Timeout for the exchange
-// when the caller's context has no deadline, and does not start when the
-// caller's deadline is closer than Config.Timeout. Other calls are bounded
+// Deadlines: each exchange is limited by http.Client.Timeout
+// (Config.Timeout); a call that acts also gets a context of Config.Timeout
+// when the caller's has no deadline, and does not start when the caller's
+// deadline is closer than Config.Timeout. Other calls are bounded
 // as a whole (retries included) by the caller's deadline or Config.Timeout.
 func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, error) {
 	cancel := func() {}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,7 @@ import (
 // fields (CallKey). Its entry goes through:
 //
 //	ClaimCall → pending ──CallDone────→ done      (replayed to repeats)
+//	   (SetNote: baseline before the POST)
 //	                    ├─CallInDoubt─→ in_doubt  (repeats reconcile; then CallDone or CallNotDone)
 //	                    └─CallNotDone─→ (deleted: a repeat may act)
 //
@@ -29,23 +31,37 @@ import (
 // only finish the entry it claimed.
 type Ledger interface {
 	// ClaimCall records a pending call for key at now and reports
-	// claimed=true, unless an entry for key was created within window
-	// before now: then it returns that entry and claimed=false. An entry
-	// older than window counts as a different, earlier call and is replaced.
+	// claimed=true, unless an entry for key exists: then it returns that
+	// entry and claimed=false. A done entry created more than window
+	// before now counts as a different, earlier call and is replaced; a
+	// pending or in-doubt entry is never replaced, whatever its age (its
+	// outcome must be reconciled first, then released with CallNotDone).
 	// Of concurrent claimers of one key, in any process, one wins.
 	ClaimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (call Call, claimed bool, err error)
+	// SetNote records note on a pending call held by claim, before its
+	// gateway call: what reconciliation needs (a baseline) survives a
+	// lost reply, an expired context or a crash. A note over MaxNote is
+	// refused, never clipped.
+	SetNote(ctx context.Context, key CallKey, claim, note string, now time.Time) error
 	// CallDone records the result of a pending or in-doubt call held by
 	// claim; repeats within the window get rec.
-	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord) error
+	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error
 	// CallInDoubt marks a pending call held by claim whose outcome could not
-	// be told; note (clipped) says why.
-	CallInDoubt(ctx context.Context, key CallKey, claim, note string) error
+	// be told; note (clipped to MaxNote) says why.
+	CallInDoubt(ctx context.Context, key CallKey, claim, note string, now time.Time) error
 	// CallNotDone deletes a pending or in-doubt call held by claim that
 	// certainly did not happen, so that a retry may act.
 	CallNotDone(ctx context.Context, key CallKey, claim string) error
+	// ReleaseCall deletes a done call held by claim whose result may no
+	// longer be replayed (a created payment that is no longer CREATED), so
+	// that the same request acts again.
+	ReleaseCall(ctx context.Context, key CallKey, claim string) error
 	// LedgerCounts reports the entries not done (ledger_counts.go).
 	LedgerCounts(ctx context.Context) (LedgerCounts, error)
 }
+
+// MaxNote bounds the note of a ledger entry.
+const MaxNote = 8 << 10
 
 // CallKey identifies one money-moving call.
 type CallKey struct {
@@ -109,7 +125,7 @@ func newClaim() (string, error) {
 }
 
 type ledgerQueries struct {
-	insert, takeOver, get, done, inDoubt, notDone string
+	insert, takeOver, get, note, done, inDoubt, notDone, release string
 }
 
 const ledgerCols = `goid, operation, request_hash, claim, state, payment_id, result, description, reply, note, created_at, updated_at`
@@ -121,11 +137,14 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 			VALUES (?, ?, ?, ?, 'pending', 0, '', '', '', '', ?, ?)
 			ON CONFLICT (goid, operation, request_hash) DO NOTHING`),
 		// One conditional statement: of two replicas taking over the same
-		// stale entry, the second finds created_at already new.
+		// old entry, the second finds created_at already new. Only a done
+		// entry: a pending or in-doubt one may have moved money.
 		takeOver: d.rebind(`UPDATE ledger SET claim = ?, state = 'pending', payment_id = 0, result = '',
 				description = '', reply = '', note = '', created_at = ?, updated_at = ?
-			WHERE` + key + ` AND created_at < ?`),
+			WHERE` + key + ` AND created_at < ? AND state = 'done'`),
 		get: d.rebind(`SELECT ` + ledgerCols + ` FROM ledger WHERE` + key),
+		note: d.rebind(`UPDATE ledger SET note = ?, updated_at = ?
+			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		done: d.rebind(`UPDATE ledger SET state = 'done', payment_id = ?, result = ?, description = ?, reply = ?,
 				note = '', updated_at = ?
 			WHERE` + key + ` AND claim = ? AND state IN ('pending', 'in_doubt')`),
@@ -133,6 +152,8 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		notDone: d.rebind(`DELETE FROM ledger
 			WHERE` + key + ` AND claim = ? AND state IN ('pending', 'in_doubt')`),
+		release: d.rebind(`DELETE FROM ledger
+			WHERE` + key + ` AND claim = ? AND state = 'done'`),
 	}
 }
 
@@ -211,21 +232,35 @@ func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
 	return c, nil
 }
 
-func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord) error {
+func (s *sqlStore) SetNote(ctx context.Context, key CallKey, claim, note string, now time.Time) error {
+	if len(note) > MaxNote {
+		return fmt.Errorf("store: call %s note: %d bytes is over %d", key, len(note), MaxNote)
+	}
+	return s.finishCall(ctx, "note", key, s.lq.note, note, s.d.timeArg(now), key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error {
 	if len(rec.Reply) > maxLedgerReply {
 		return fmt.Errorf("store: call %s done: reply of %d bytes is over %d", key, len(rec.Reply), maxLedgerReply)
 	}
 	return s.finishCall(ctx, "done", key, s.lq.done, rec.PaymentID, rec.Result, rec.Description, rec.Reply,
-		s.d.timeArg(time.Now()), key.GoID, key.Operation, key.Hash, claim)
+		s.d.timeArg(now), key.GoID, key.Operation, key.Hash, claim)
 }
 
-func (s *sqlStore) CallInDoubt(ctx context.Context, key CallKey, claim, note string) error {
-	return s.finishCall(ctx, "in doubt", key, s.lq.inDoubt, clip(note), s.d.timeArg(time.Now()),
+func (s *sqlStore) CallInDoubt(ctx context.Context, key CallKey, claim, note string, now time.Time) error {
+	if len(note) > MaxNote {
+		note = strings.ToValidUTF8(note[:MaxNote], "")
+	}
+	return s.finishCall(ctx, "in doubt", key, s.lq.inDoubt, note, s.d.timeArg(now),
 		key.GoID, key.Operation, key.Hash, claim)
 }
 
 func (s *sqlStore) CallNotDone(ctx context.Context, key CallKey, claim string) error {
 	return s.finishCall(ctx, "not done", key, s.lq.notDone, key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) ReleaseCall(ctx context.Context, key CallKey, claim string) error {
+	return s.finishCall(ctx, "release", key, s.lq.release, key.GoID, key.Operation, key.Hash, claim)
 }
 
 func (s *sqlStore) finishCall(ctx context.Context, what string, key CallKey, q string, args ...any) error {

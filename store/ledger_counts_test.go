@@ -29,9 +29,9 @@ func TestLedgerCounts(t *testing.T) {
 			}
 			claim("a")
 			b := claim("b")
-			require.NoError(t, s.CallInDoubt(ctx, b.Key, b.Claim, "reset after sending"))
+			require.NoError(t, s.CallInDoubt(ctx, b.Key, b.Claim, "reset after sending", time.Now()))
 			d := claim("c")
-			require.NoError(t, s.CallDone(ctx, d.Key, d.Claim, store.CallRecord{Result: "FINISHED"}))
+			require.NoError(t, s.CallDone(ctx, d.Key, d.Claim, store.CallRecord{Result: "FINISHED"}, time.Now()))
 			claim("e")
 
 			c, err = s.LedgerCounts(ctx)

@@ -42,8 +42,8 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		assert.Equal(t, c.Claim, again.Claim)
 
 		rec := store.CallRecord{PaymentID: 3000000001, Result: "FINISHED", Description: "refunded", Reply: `{"x":1}`}
-		assert.ErrorIs(t, s.CallDone(ctx, key, "not-my-claim", rec), store.ErrNotClaimed)
-		require.NoError(t, s.CallDone(ctx, key, c.Claim, rec))
+		assert.ErrorIs(t, s.CallDone(ctx, key, "not-my-claim", rec, t0), store.ErrNotClaimed)
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, rec, t0))
 
 		replay, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Hour), window)
 		require.NoError(t, err)
@@ -53,16 +53,17 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		assert.Equal(t, key, replay.Key)
 		assert.Equal(t, t0, replay.CreatedAt)
 
-		assert.ErrorIs(t, s.CallInDoubt(ctx, key, c.Claim, "late"), store.ErrNotClaimed, "done is final")
+		assert.ErrorIs(t, s.CallInDoubt(ctx, key, c.Claim, "late", t0), store.ErrNotClaimed, "done is final")
 		assert.ErrorIs(t, s.CallNotDone(ctx, key, c.Claim), store.ErrNotClaimed, "done is final")
+		assert.ErrorIs(t, s.ReleaseCall(ctx, key, "not-my-claim"), store.ErrNotClaimed)
 
 		// Past the window the same fields are a new call.
 		fresh, claimed, err := s.ClaimCall(ctx, key, t0.Add(window+time.Second), window)
 		require.NoError(t, err)
 		assert.True(t, claimed, "outside the replay window the call acts again")
 		assert.NotEqual(t, c.Claim, fresh.Claim)
-		assert.ErrorIs(t, s.CallDone(ctx, key, c.Claim, rec), store.ErrNotClaimed, "the old claim is fenced off")
-		require.NoError(t, s.CallDone(ctx, key, fresh.Claim, store.CallRecord{Result: "FINISHED"}))
+		assert.ErrorIs(t, s.CallDone(ctx, key, c.Claim, rec, t0), store.ErrNotClaimed, "the old claim is fenced off")
+		require.NoError(t, s.CallDone(ctx, key, fresh.Claim, store.CallRecord{Result: "FINISHED"}, t0))
 
 		other := key
 		other.GoID = 1
@@ -81,13 +82,13 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		c, claimed, err := s.ClaimCall(ctx, key, t0, window)
 		require.NoError(t, err)
 		require.True(t, claimed)
-		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "gateway refund: "+strings.Repeat("x", 5000)))
+		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "gateway refund: "+strings.Repeat("x", 10000), t0))
 
 		doubt, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Minute), window)
 		require.NoError(t, err)
 		assert.False(t, claimed, "a repeat of an in-doubt call reconciles instead of acting")
 		assert.Equal(t, store.CallInDoubt, doubt.State)
-		assert.LessOrEqual(t, len(doubt.Note), 1000)
+		assert.LessOrEqual(t, len(doubt.Note), store.MaxNote)
 		assert.True(t, strings.HasPrefix(doubt.Note, "gateway refund: "))
 
 		// The repeat reconciled: the refund did not happen. It releases
@@ -103,8 +104,8 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		require.True(t, claimed)
 
 		// In doubt, then reconciled as done.
-		require.NoError(t, s.CallInDoubt(ctx, key, c3.Claim, "reset after sending"))
-		require.NoError(t, s.CallDone(ctx, key, c3.Claim, store.CallRecord{PaymentID: 5, Result: "FINISHED"}))
+		require.NoError(t, s.CallInDoubt(ctx, key, c3.Claim, "reset after sending", t0))
+		require.NoError(t, s.CallDone(ctx, key, c3.Claim, store.CallRecord{PaymentID: 5, Result: "FINISHED"}, t0))
 		got, _, err := s.ClaimCall(ctx, key, t0.Add(4*time.Minute), window)
 		require.NoError(t, err)
 		assert.Equal(t, store.CallDone, got.State)
@@ -114,7 +115,56 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		assert.Error(t, err, "a key needs operation and hash")
 		_, _, err = s.ClaimCall(ctx, key, t0, 0)
 		assert.Error(t, err, "a window must be positive")
-		assert.Error(t, s.CallDone(ctx, key, got.Claim, store.CallRecord{Reply: strings.Repeat("r", 70<<10)}))
+		assert.Error(t, s.CallDone(ctx, key, got.Claim, store.CallRecord{Reply: strings.Repeat("r", 70<<10)}, t0))
+	})
+
+	// Past the window only a done entry is a new call: a pending or
+	// in-doubt one may have moved money and must be reconciled first.
+	t.Run("LedgerUnsettledOutlivesWindow", func(t *testing.T) {
+		s := open(t, fresh(t))
+		c, claimed, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		// The baseline is written before the POST, on the claim only.
+		at := t0.Add(3 * time.Second)
+		assert.ErrorIs(t, s.SetNote(ctx, key, "not-my-claim", " baseline=x", at), store.ErrNotClaimed)
+		assert.Error(t, s.SetNote(ctx, key, c.Claim, strings.Repeat("b", store.MaxNote+1), at), "a baseline is never clipped")
+		require.NoError(t, s.SetNote(ctx, key, c.Claim, " baseline=3000:[7]", at))
+
+		old, claimed, err := s.ClaimCall(ctx, key, t0.Add(window+time.Hour), window)
+		require.NoError(t, err)
+		assert.False(t, claimed, "a pending entry past the window is not replaced")
+		assert.Equal(t, store.CallPending, old.State)
+		assert.Equal(t, " baseline=3000:[7]", old.Note)
+		assert.Equal(t, at, old.UpdatedAt, "stamped with the caller's clock")
+
+		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "lost reply baseline=3000:[7]", t0.Add(5*time.Second)))
+		old, claimed, err = s.ClaimCall(ctx, key, t0.Add(3*window), window)
+		require.NoError(t, err)
+		assert.False(t, claimed, "an in-doubt entry past the window is not replaced")
+		assert.Equal(t, store.CallInDoubt, old.State)
+		assert.Equal(t, t0.Add(5*time.Second), old.UpdatedAt, "stamped with the caller's clock")
+		assert.ErrorIs(t, s.SetNote(ctx, key, c.Claim, "x", at), store.ErrNotClaimed, "a note only before the outcome")
+
+		// Reconciled as done: past the window, a new call.
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{Result: "FINISHED"}, t0.Add(3*window+time.Minute)))
+		_, claimed, err = s.ClaimCall(ctx, key, t0.Add(4*window), window)
+		require.NoError(t, err)
+		assert.True(t, claimed, "a done entry past the window is replaced")
+	})
+
+	// A done entry that may no longer be replayed is released by its
+	// claim; the same request then acts again.
+	t.Run("LedgerRelease", func(t *testing.T) {
+		s := open(t, fresh(t))
+		c, _, err := s.ClaimCall(ctx, key, t0, window)
+		require.NoError(t, err)
+		assert.ErrorIs(t, s.ReleaseCall(ctx, key, c.Claim), store.ErrNotClaimed, "only a done entry is released")
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{PaymentID: 1, Result: "CALL_COMPLETED"}, t0))
+		require.NoError(t, s.ReleaseCall(ctx, key, c.Claim))
+		_, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Minute), window)
+		require.NoError(t, err)
+		assert.True(t, claimed)
 	})
 
 	t.Run("LedgerDurable", func(t *testing.T) {
@@ -122,7 +172,7 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		s := open(t, dsn)
 		c, _, err := s.ClaimCall(ctx, key, t0, window)
 		require.NoError(t, err)
-		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{PaymentID: 9, Result: "FINISHED", Description: "ok"}))
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{PaymentID: 9, Result: "FINISHED", Description: "ok"}, t0))
 		require.NoError(t, s.Close())
 		s = open(t, dsn)
 		got, claimed, err := s.ClaimCall(ctx, key, t0.Add(time.Hour), window)
@@ -159,7 +209,12 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 			assert.Equal(t, 1, n, "call %s claimed %d times", h[:8], n)
 		}
 
-		// Taking over an entry past its window: one winner too.
+		// Taking over a done entry past its window: one winner too.
+		k0 := store.CallKey{GoID: key.GoID, Operation: key.Operation, Hash: store.RequestHash("call-0")}
+		c0, claimed, err := stores[0].ClaimCall(ctx, k0, t0, window)
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.NoError(t, stores[0].CallDone(ctx, k0, c0.Claim, store.CallRecord{Result: "FINISHED"}, t0))
 		won = map[string]int{}
 		later := t0.Add(window + time.Hour)
 		for i := range repeats {

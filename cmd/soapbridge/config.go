@@ -541,6 +541,9 @@ func (c *Config) validate() error {
 	var window time.Duration
 	for _, m := range c.Merchants {
 		window = max(window, m.ReplayWindow)
+		if least := operations.MinReplayWindow(c.CallDeadline); m.ReplayWindow > 0 && m.ReplayWindow <= least {
+			bad("merchant %d: replay_window %v must be longer than the call deadline plus 30s (%v): a repeat of a call still under way would act again", m.GoID, m.ReplayWindow, least)
+		}
 	}
 	if err := c.Retention().Validate(window); err != nil {
 		bad("retention: %s", strings.TrimPrefix(err.Error(), "store: "))
@@ -566,8 +569,12 @@ func (c *Config) checkDeadlines(bad func(string, ...any)) {
 		bad("call deadline and REST timeout must be positive")
 		return
 	}
-	if c.WriteTimeout > 0 && c.CallDeadline >= c.WriteTimeout {
-		bad("call deadline %v must be shorter than the write timeout %v: the reply must be written before the connection is cut", c.CallDeadline, c.WriteTimeout)
+	// After a lost reply at the deadline, reconciliation may take one more
+	// REST timeout before the answer: that too must fit before the write
+	// timeout cuts the connection.
+	if c.WriteTimeout > 0 && c.CallDeadline+c.RESTTimeout >= c.WriteTimeout {
+		bad("call deadline %v plus the REST timeout %v must be shorter than the write timeout %v: after a reply lost at the deadline, reconciliation takes up to one REST timeout more, and the answer must be written before the connection is cut",
+			c.CallDeadline, c.RESTTimeout, c.WriteTimeout)
 	}
 	if c.CallDeadline <= c.RESTTimeout {
 		bad("call deadline %v must be longer than the REST timeout %v: a money-moving POST starts only with the REST timeout left, so no capture or refund could ever be made", c.CallDeadline, c.RESTTimeout)

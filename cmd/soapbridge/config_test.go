@@ -219,7 +219,9 @@ merchants:
 		{name: "bad log format", args: []string{"-log-format", "xml"}, want: `log format: "xml"`},
 		{name: "unknown flag", args: []string{"-client-secret", cfgSecret}, want: "-client-secret is not a setting (merchant settings are not flags"},
 		{name: "positional argument", args: []string{"serve"}, want: `unexpected argument "serve"`},
-		{name: "deadline over write timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "70s"), want: "call deadline 1m10s must be shorter than the write timeout 1m0s"},
+		{name: "deadline over write timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "70s"), want: "call deadline 1m10s plus the REST timeout 10s must be shorter than the write timeout 1m0s"},
+		{name: "no room to reconcile before the write timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "55s"),
+			want: "call deadline 55s plus the REST timeout 10s must be shorter than the write timeout 1m0s"},
 		{name: "deadline under REST timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "8s"), want: "call deadline 8s must be longer than the REST timeout 10s: a money-moving POST starts only with the REST timeout left"},
 		{name: "REST timeout over deadline", args: []string{"-rest-timeout", "30s"}, env: gateway, want: "must be longer than the REST timeout 30s"},
 		{name: "shutdown shorter than deadline", env: with("SOAPBRIDGE_SHUTDOWN_TIMEOUT", "20s"), want: "shutdown timeout 20s is shorter than the call deadline 25s"},
@@ -228,6 +230,8 @@ merchants:
 			want: "retention: retention of the ledger 720h0m0s is under the longest replay window 800h0m0s"},
 		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
 			want: "replay window 1s is under a minute"},
+		{name: "replay window under deadline plus stale margin", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 70s}\n",
+			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay_window 1m10s must be longer than the call deadline plus 30s (1m15s)"},
 		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {

@@ -72,7 +72,7 @@ func (t *timedStore) ClaimCall(ctx context.Context, key store.CallKey, now time.
 	return t.Store.ClaimCall(ctx, key, now, window)
 }
 
-func (t *timedStore) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord) error {
+func (t *timedStore) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) error {
 	defer t.since(opCallDone, time.Now())
-	return t.Store.CallDone(ctx, key, claim, rec)
+	return t.Store.CallDone(ctx, key, claim, rec, now)
 }

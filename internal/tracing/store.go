@@ -65,16 +65,28 @@ func (s *tracedStore) ClaimCall(ctx context.Context, key store.CallKey, now time
 	return s.Store.ClaimCall(ctx, key, now, window)
 }
 
-func (s *tracedStore) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord) (err error) {
-	ctx, span := s.start(ctx, "call_done", attribute.String("soapbridge.operation", key.Operation))
+func (s *tracedStore) SetNote(ctx context.Context, key store.CallKey, claim, note string, now time.Time) (err error) {
+	ctx, span := s.start(ctx, "set_note", attribute.String("soapbridge.operation", key.Operation))
 	defer func() { end(span, err) }()
-	return s.Store.CallDone(ctx, key, claim, rec)
+	return s.Store.SetNote(ctx, key, claim, note, now)
 }
 
-func (s *tracedStore) CallInDoubt(ctx context.Context, key store.CallKey, claim, note string) (err error) {
+func (s *tracedStore) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) (err error) {
+	ctx, span := s.start(ctx, "call_done", attribute.String("soapbridge.operation", key.Operation))
+	defer func() { end(span, err) }()
+	return s.Store.CallDone(ctx, key, claim, rec, now)
+}
+
+func (s *tracedStore) CallInDoubt(ctx context.Context, key store.CallKey, claim, note string, now time.Time) (err error) {
 	ctx, span := s.start(ctx, "call_in_doubt", attribute.String("soapbridge.operation", key.Operation))
 	defer func() { end(span, err) }()
-	return s.Store.CallInDoubt(ctx, key, claim, note)
+	return s.Store.CallInDoubt(ctx, key, claim, note, now)
+}
+
+func (s *tracedStore) ReleaseCall(ctx context.Context, key store.CallKey, claim string) (err error) {
+	ctx, span := s.start(ctx, "release_call", attribute.String("soapbridge.operation", key.Operation))
+	defer func() { end(span, err) }()
+	return s.Store.ReleaseCall(ctx, key, claim)
 }
 
 func (s *tracedStore) CallNotDone(ctx context.Context, key store.CallKey, claim string) (err error) {
