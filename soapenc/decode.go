@@ -121,8 +121,8 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
 	}
 
-	doc := etree.Document{ReadSettings: etree.ReadSettings{MaxDepth: lim.MaxDepth}}
-	if err := doc.ReadFromBytes(body); err != nil {
+	doc, err := parseTree(body, lim.MaxDepth)
+	if err != nil {
 		return nil, parseFault(err)
 	}
 	var root *etree.Element
