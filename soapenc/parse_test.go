@@ -2,6 +2,7 @@ package soapenc
 
 import (
 	"errors"
+	"mime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,43 @@ func TestParseTreeMatchesEtree(t *testing.T) {
 		}
 		require.NoError(t, gerr, "%.200q", in)
 		require.Equal(t, docShape(&want), docShape(got), "%.200q", in)
+	}
+}
+
+// The Content-Type fast path reads what mime.ParseMediaType reads, or
+// leaves the header to it.
+func FuzzPlainTextXML(f *testing.F) {
+	for _, ct := range []string{"text/xml", "text/xml; charset=utf-8", "text/xml;charset=UTF-8", "TEXT/XML; CHARSET=windows-1250",
+		"text/xml; charset=\"utf-8\"", "text/xml ; charset=utf-8", "text/xmlx", "text/xml; charset=", "text/xml; charset=utf-8; x=y",
+		"application/soap+xml; charset=utf-8", "text/xml;  charset=ISO-8859-2", "text/xml; charset=utf-8 "} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		cs, ok := plainTextXML(ct)
+		if !ok {
+			return
+		}
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "text/xml" || params["charset"] != cs {
+			t.Fatalf("%q: fast path %q, mime %q %v %v", ct, cs, mt, params, err)
+		}
+	})
+}
+
+func TestMediaType(t *testing.T) {
+	for ct, want := range map[string]string{
+		"text/xml":                         "",
+		"text/xml; charset=utf-8":          "utf-8",
+		"text/xml;charset=UTF-8":           "UTF-8",
+		`text/xml; charset="windows-1250"`: "windows-1250", // the slow path
+		"Text/XML ; charset=utf-8":         "utf-8",
+	} {
+		cs, f := mediaType(ct)
+		require.Nil(t, f, ct)
+		require.Equal(t, want, cs, ct)
+	}
+	for _, ct := range []string{"text/html", "text/xml; charset", "application/soap+xml", "text/xmlx"} {
+		_, f := mediaType(ct)
+		require.NotNil(t, f, ct)
 	}
 }
