@@ -47,7 +47,7 @@ fuzz:
 	$(GO) test ./soapenc -run='^$$' -fuzz=FuzzDecode -fuzztime=3m
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./soapenc ./operations ./restbackend ./store
+	$(GO) test -run='^$$' -bench=. -benchmem ./soapenc ./operations ./operations/soapapi ./restbackend ./store
 
 # The load harness (docs/performance.md): every scenario, baselines
 # alternated, about 10 minutes on loopback. Installs php-fpm and nginx for

@@ -107,7 +107,7 @@ const createDoubtWindow = 5 * time.Minute
 // refused. The error is a *refusal or a *ServerError.
 func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, error) {
 	key := store.CallKey{GoID: c.m.GoID, Operation: c.op, Hash: store.RequestHash(c.op, c.signed)}
-	log := s.logFor(ctx).With(zap.String("op", c.op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", c.id))
+	log := s.logFor(ctx).WithLazy(zap.String("op", c.op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", c.id))
 	for range 3 {
 		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), c.m.ReplayWindow)
 		if err != nil {

@@ -97,11 +97,10 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 	}
 	cs := ""
 	if contentType != "" {
-		_, params, f := mediaType(contentType)
-		if f != nil {
+		var f *Fault
+		if cs, f = mediaType(contentType); f != nil {
 			return nil, f
 		}
-		cs = params["charset"]
 	}
 	body, f := toUTF8(body, cs)
 	if f != nil {
@@ -121,8 +120,8 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
 	}
 
-	doc := etree.Document{ReadSettings: etree.ReadSettings{MaxDepth: lim.MaxDepth}}
-	if err := doc.ReadFromBytes(body); err != nil {
+	doc, err := parseTree(body, lim.MaxDepth)
+	if err != nil {
 		return nil, parseFault(err)
 	}
 	var root *etree.Element
@@ -234,18 +233,54 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 const actorNext = "http://schemas.xmlsoap.org/soap/actor/next"
 
 // mediaType checks the Content-Type of a SOAP 1.1 request.
-func mediaType(contentType string) (string, map[string]string, *Fault) {
+func mediaType(contentType string) (charset string, f *Fault) {
+	// The forms SOAP clients send (PHP, Axis, suds, .NET) are answered
+	// without mime.ParseMediaType, which builds a map for every request.
+	if cs, ok := plainTextXML(contentType); ok {
+		return cs, nil
+	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return "", nil, clientFault("malformed Content-Type")
+		return "", clientFault("malformed Content-Type")
 	}
 	switch mt {
 	case "text/xml":
-		return mt, params, nil
+		return params["charset"], nil
 	case "application/soap+xml":
-		return "", nil, &Fault{Code: FaultVersionMismatch, String: "SOAP 1.2 (application/soap+xml) is not supported; send SOAP 1.1 as text/xml"}
+		return "", &Fault{Code: FaultVersionMismatch, String: "SOAP 1.2 (application/soap+xml) is not supported; send SOAP 1.1 as text/xml"}
 	}
-	return "", nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
+	return "", clientFault("Content-Type must be text/xml for SOAP 1.1")
+}
+
+// plainTextXML recognises "text/xml" alone or with one charset parameter
+// of plain token characters (what mime.ParseMediaType would read the same).
+func plainTextXML(ct string) (charset string, ok bool) {
+	if len(ct) < 8 || !strings.EqualFold(ct[:8], "text/xml") {
+		return "", false
+	}
+	rest := ct[8:]
+	if rest == "" {
+		return "", true
+	}
+	rest, ok = strings.CutPrefix(rest, ";")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	if len(rest) < 8 || !strings.EqualFold(rest[:8], "charset=") {
+		return "", false
+	}
+	cs := rest[8:]
+	if cs == "" {
+		return "", false
+	}
+	for i := 0; i < len(cs); i++ {
+		c := cs[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return "", false
+		}
+	}
+	return cs, true
 }
 
 // toUTF8 returns body as UTF-8. The charset of the Content-Type wins

@@ -45,7 +45,7 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 	if ct == "" {
 		return nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
 	}
-	if _, _, f := mediaType(ct); f != nil {
+	if _, f := mediaType(ct); f != nil {
 		return nil, f
 	}
 	if r.ContentLength > lim.MaxBytes {

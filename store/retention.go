@@ -124,6 +124,9 @@ func (s *sqlStore) Purge(ctx context.Context, now time.Time, r Retention) (Purge
 			return c, fmt.Errorf("store: purge sessions: %w", err)
 		}
 		c.Sessions += n
+		if n > 0 {
+			s.sessions.clear()
+		}
 		if n < purgeBatch {
 			return c, nil
 		}

@@ -137,10 +137,13 @@ type sqlStore struct {
 	lq   ledgerQueries
 	pq   purgeQueries
 	w, r *sql.DB
+	// sessions: rows read, immutable once written (see sessionCache).
+	sessions *sessionCache
 }
 
 func newSQLStore(d *dialect, w, r *sql.DB) *sqlStore {
-	return &sqlStore{d: d, q: d.queries(), lq: d.ledgerQueries(), pq: d.purgeQueries(), w: w, r: r}
+	return &sqlStore{d: d, q: d.queries(), lq: d.ledgerQueries(), pq: d.purgeQueries(), w: w, r: r,
+		sessions: newSessionCache()}
 }
 
 // The wall clock only fills bookkeeping columns (updated_at, a zero
@@ -150,6 +153,9 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	if ss.CreatedAt.IsZero() {
 		ss.CreatedAt = time.Now()
 	}
+	// After the write ends, however it ends: a read racing it must not
+	// leave the replaced row in the cache.
+	defer s.sessions.saved(ss.PaymentID)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q.saveSession,
 			ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
@@ -182,6 +188,10 @@ func (s *sqlStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error) {
+	if ss, ok := s.sessions.get(paymentID); ok {
+		return ss, nil
+	}
+	loaded, saves := s.sessions.before()
 	var ss Session
 	err := s.r.QueryRowContext(ctx, s.q.session, paymentID).Scan(
 		&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
@@ -192,6 +202,7 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 	if err != nil {
 		return Session{}, fmt.Errorf("store: read session of payment %d: %w", paymentID, err)
 	}
+	s.sessions.add(ss, loaded, saves)
 	return ss, nil
 }
 

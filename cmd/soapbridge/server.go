@@ -116,15 +116,18 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 			case r.URL.Path == "/healthz":
 				level = zapcore.DebugLevel
 			}
-			log.Log(level, "request",
-				zap.String("method", r.Method),
-				zap.String("path", r.URL.Path),
-				zap.Int("status", res.Status),
-				zap.Int64("bytes", res.Size),
-				zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-				zap.String("request_id", requestID(c)),
-				zap.String("remote", r.RemoteAddr),
-			)
+			// Check first: the fields are built only for a line that is written.
+			if ce := log.Check(level, "request"); ce != nil {
+				ce.Write(
+					zap.String("method", r.Method),
+					zap.String("path", r.URL.Path),
+					zap.Int("status", res.Status),
+					zap.Int64("bytes", res.Size),
+					zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+					zap.String("request_id", requestID(c)),
+					zap.String("remote", r.RemoteAddr),
+				)
+			}
 			return nil
 		}
 	}

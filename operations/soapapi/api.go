@@ -228,9 +228,8 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		return nil, info, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
 	info.op = name
-	log := logctx.From(ctx, a.log)
 	if call.Operation.Space != wsdl.NSInput {
-		log.Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
+		logctx.From(ctx, a.log).Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
 	}
 	part := inputPart(call, bs)
 	b := chooseOverload(bs, part)
@@ -248,7 +247,7 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 			if errors.As(err, &d) && d.RateLimit {
 				info.result = ResultRateLimited
 			}
-			log.Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+			logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
 			return nil, info, clientFault(err.Error())
 		}
 	}
@@ -259,7 +258,7 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		if errors.As(err, &se) {
 			return nil, info, serverFault(se.Msg)
 		}
-		log.Error("operation failed", zap.String("op", name), zap.Error(err))
+		logctx.From(ctx, a.log).Error("operation failed", zap.String("op", name), zap.Error(err))
 		return nil, info, serverFault("internal error")
 	}
 	info.result = ResultOK
@@ -343,7 +342,7 @@ func (a *API) Handler() echo.HandlerFunc {
 		req := c.Request()
 		start := time.Now()
 		// Log lines of this call carry the request id of the access log.
-		ctx := logctx.With(req.Context(), a.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID))))
+		ctx := logctx.WithRequestID(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID))
 		call, err := soapenc.ReadRequest(req, a.limits)
 		if err != nil {
 			var f *soapenc.Fault

@@ -3,6 +3,7 @@ package soapapi
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +11,10 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/legacybridge/soapbridge/operations"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // BenchmarkInvokePaymentStatus: a decoded paymentStatus call end to end in
@@ -52,5 +56,39 @@ func BenchmarkSOAPHandlerPaymentStatus(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatal(w.Code)
 		}
+	}
+}
+
+// BenchmarkSOAPHandlerTouch: the whole handler for touch with a production
+// JSON logger (into io.Discard) at info and at warn: what a call costs
+// beyond its operation, and what the request logger costs when its level
+// drops every line.
+func BenchmarkSOAPHandlerTouch(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "soapenc", "captures", "php-soapclient", "touch.xml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, lvl := range []zapcore.Level{zapcore.InfoLevel, zapcore.WarnLevel} {
+		b.Run(lvl.String(), func(b *testing.B) {
+			h := newHarness(b)
+			log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), lvl))
+			api, err := New(Config{Service: h.svc, Logger: log})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := echo.New()
+			e.Use(middleware.RequestID())
+			e.POST("/axis/EPaymentServiceV2", api.Handler())
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+				w := httptest.NewRecorder()
+				e.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatal(w.Code)
+				}
+			}
+		})
 	}
 }

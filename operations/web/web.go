@@ -77,8 +77,8 @@ func (f *Flows) Register(e *echo.Echo) {
 func (f *Flows) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		l := f.log.With(zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-		c.SetRequest(r.WithContext(logctx.With(r.Context(), l)))
+		id := c.Response().Header().Get(echo.HeaderXRequestID)
+		c.SetRequest(r.WithContext(logctx.WithRequestID(r.Context(), f.log, id)))
 		return next(c)
 	}
 }
