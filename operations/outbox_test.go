@@ -58,8 +58,8 @@ func obNotification(shop string, id int64, key string) store.Notification {
 // The e-shop is down for a while: the notification is retried with backoff
 // and delivered once when it is back.
 func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
-	shop := newFlShop(t)
-	shop.fail = 3
+	shop := testenv.NewShop(t)
+	shop.Fail = 3
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	var backoffs []int
@@ -68,7 +68,7 @@ func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
 		return time.Minute
 	}})
 	ctx := context.Background()
-	added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 1, "k1"))
+	added, err := ob.Enqueue(ctx, obNotification(shop.Srv.URL, 1, "k1"))
 	require.NoError(t, err)
 	require.True(t, added)
 
@@ -86,8 +86,8 @@ func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
 	require.Equal(t, 1, n)
 
 	assert.Equal(t, []int{1, 2, 3}, backoffs)
-	assert.Equal(t, 4, shop.calls)
-	assert.Len(t, shop.received(), 1)
+	assert.Equal(t, 4, shop.Calls)
+	assert.Len(t, shop.Received(), 1)
 	c, err := st.Counts(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, store.OutboxCounts{Delivered: 1}, c)
@@ -100,14 +100,14 @@ func TestOutboxRetriesUntilShopIsUp(t *testing.T) {
 // What the e-shop never takes is retried for 24 hours, then kept as dead
 // with a log line.
 func TestOutboxGivesUpAfterMaxAge(t *testing.T) {
-	shop := newFlShop(t)
-	shop.fail = 1 << 30
+	shop := testenv.NewShop(t)
+	shop.Fail = 1 << 30
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	core, logs := observer.New(zap.InfoLevel)
 	ob := newOutbox(OutboxConfig{Store: st, Now: clock.Now, Logger: zap.New(core)})
 	ctx := context.Background()
-	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 2, "k2"))
+	_, err := ob.Enqueue(ctx, obNotification(shop.Srv.URL, 2, "k2"))
 	require.NoError(t, err)
 
 	start := clock.Now()
@@ -130,8 +130,8 @@ func TestOutboxGivesUpAfterMaxAge(t *testing.T) {
 	require.Len(t, dead, 1)
 	assert.Equal(t, "k2", dead[0].ContextMap()["key"])
 	// Backoff grows: far fewer attempts than minutes in a day.
-	assert.Less(t, shop.calls, 200)
-	assert.Greater(t, shop.calls, 10)
+	assert.Less(t, shop.Calls, 200)
+	assert.Greater(t, shop.Calls, 10)
 }
 
 func TestDefaultBackoff(t *testing.T) {
@@ -166,7 +166,7 @@ func (c cancelTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // A worker claims a notification and dies before delivering it: another
 // process on the same store delivers it once the lease has ended.
 func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
-	shop := newFlShop(t)
+	shop := testenv.NewShop(t)
 	clock := newObClock()
 	dsn := filepath.Join(t.TempDir(), "o.db")
 	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
@@ -175,7 +175,7 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 	a := newOutbox(OutboxConfig{Store: stA, Now: clock.Now, Lease: lease, HTTPClient: &http.Client{Transport: hung}})
 	b := newOutbox(OutboxConfig{Store: stB, Now: clock.Now, Lease: lease})
 	ctx := context.Background()
-	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 3, "k3"))
+	_, err := a.Enqueue(ctx, obNotification(shop.Srv.URL, 3, "k3"))
 	require.NoError(t, err)
 
 	done := make(chan int)
@@ -192,7 +192,7 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 	n, err = b.RunOnce(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	assert.Len(t, shop.received(), 1)
+	assert.Len(t, shop.Received(), 1)
 
 	// Should the "dead" worker wake up, its late failure changes nothing.
 	close(hung.release)
@@ -209,7 +209,7 @@ func TestOutboxLeaseRecoversFromDeadWorker(t *testing.T) {
 // A worker stopped mid-delivery (graceful shutdown) hands the row back at
 // once, so the next process does not wait for the lease.
 func TestOutboxShutdownReleasesClaim(t *testing.T) {
-	shop := newFlShop(t)
+	shop := testenv.NewShop(t)
 	clock := newObClock()
 	dsn := filepath.Join(t.TempDir(), "o.db")
 	stA, stB := openObStore(t, dsn), openObStore(t, dsn)
@@ -217,7 +217,7 @@ func TestOutboxShutdownReleasesClaim(t *testing.T) {
 	a := newOutbox(OutboxConfig{Store: stA, Now: clock.Now, HTTPClient: &http.Client{Transport: ct}})
 	b := newOutbox(OutboxConfig{Store: stB, Now: clock.Now})
 	ctx := context.Background()
-	_, err := a.Enqueue(ctx, obNotification(shop.srv.URL, 5, "k5"))
+	_, err := a.Enqueue(ctx, obNotification(shop.Srv.URL, 5, "k5"))
 	require.NoError(t, err)
 	actx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -228,16 +228,16 @@ func TestOutboxShutdownReleasesClaim(t *testing.T) {
 	n, err := b.RunOnce(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	assert.Len(t, shop.received(), 1)
+	assert.Len(t, shop.Received(), 1)
 }
 
 func TestOutboxDuplicatesCollapse(t *testing.T) {
-	shop := newFlShop(t)
+	shop := testenv.NewShop(t)
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	ob := newOutbox(OutboxConfig{Store: st})
 	ctx := context.Background()
 	for i := range 3 {
-		added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 4, "8123456789:4:PAID:"))
+		added, err := ob.Enqueue(ctx, obNotification(shop.Srv.URL, 4, "8123456789:4:PAID:"))
 		require.NoError(t, err)
 		assert.Equal(t, i == 0, added)
 	}
@@ -245,13 +245,13 @@ func TestOutboxDuplicatesCollapse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	// Even after delivery the same change is not announced again.
-	added, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 4, "8123456789:4:PAID:"))
+	added, err := ob.Enqueue(ctx, obNotification(shop.Srv.URL, 4, "8123456789:4:PAID:"))
 	require.NoError(t, err)
 	assert.False(t, added)
 	n, err = ob.RunOnce(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
-	assert.Len(t, shop.received(), 1)
+	assert.Len(t, shop.Received(), 1)
 }
 
 // Two bridge processes share one database and a burst of notifications
@@ -263,8 +263,8 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := dsn(t)
-			shop := newFlShop(t)
-			shop.ch = make(chan url.Values, 1000)
+			shop := testenv.NewShop(t)
+			shop.C = make(chan url.Values, 1000)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			var workers []*outbox
@@ -283,7 +283,7 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 				go func() {
 					defer ewg.Done()
 					key := fmt.Sprintf("%d:%d:PAID:", testGoID, i)
-					n := obNotification(shop.srv.URL, int64(i), key)
+					n := obNotification(shop.Srv.URL, int64(i), key)
 					// Each change is announced twice, once to each process.
 					_, err := workers[0].Enqueue(ctx, n)
 					assert.NoError(t, err)
@@ -298,7 +298,7 @@ func TestOutboxTwoProcessesDeliverEachOnce(t *testing.T) {
 				return err == nil && c.Delivered == burst
 			}, 60*time.Second, 20*time.Millisecond)
 			seen := map[string]int{}
-			for _, q := range shop.received() {
+			for _, q := range shop.Received() {
 				seen[q.Get("key")]++
 			}
 			assert.Len(t, seen, burst)
@@ -348,8 +348,8 @@ func BenchmarkOutbox(b *testing.B) {
 // A notification carries the request id of the call that enqueued it, and
 // every delivery attempt is logged under it.
 func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
-	shop := newFlShop(t)
-	shop.fail = 1
+	shop := testenv.NewShop(t)
+	shop.Fail = 1
 	clock := newObClock()
 	st := openObStore(t, filepath.Join(t.TempDir(), "o.db"))
 	core, logs := observer.New(zap.InfoLevel)
@@ -358,7 +358,7 @@ func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
 		Backoff:   func(int) time.Duration { return time.Minute },
 		OnFailure: func(f DeliveryFailure) { failures = append(failures, f) }})
 	ctx := reqid.With(context.Background(), "call-42")
-	_, err := ob.Enqueue(ctx, obNotification(shop.srv.URL, 1, "k1"))
+	_, err := ob.Enqueue(ctx, obNotification(shop.Srv.URL, 1, "k1"))
 	require.NoError(t, err)
 	for range 2 {
 		_, err = ob.RunOnce(context.Background()) // the worker's context knows no call
@@ -377,7 +377,7 @@ func TestOutboxLogsTheEnqueuingRequestID(t *testing.T) {
 	// path or query (they carry the e-shop's parameters and signature).
 	require.Len(t, failures, 1)
 	f := failures[0]
-	assert.Equal(t, shop.srv.URL, f.Target)
+	assert.Equal(t, shop.Srv.URL, f.Target)
 	assert.Regexp(t, `^HTTP 5\d\d$`, f.Status)
 	assert.Equal(t, "call-42", f.RequestID)
 	assert.False(t, f.Dead)

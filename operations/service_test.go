@@ -1,16 +1,15 @@
 package operations
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/legacybridge/soapbridge/store/storetest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/store"
 )
 
 // Test merchant: the demo merchant of the embedded sandbox.
@@ -71,42 +70,11 @@ func testMerchant() Merchant {
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
-// memStore is an in-memory session store for unit tests.
-type memStore struct {
-	store.Store
-	mu       sync.Mutex
-	sessions map[int64]store.Session
-	failSave error
-}
-
-func (m *memStore) SaveSession(ctx context.Context, s store.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failSave != nil {
-		return m.failSave
-	}
-	if m.sessions == nil {
-		m.sessions = map[int64]store.Session{}
-	}
-	m.sessions[s.PaymentID] = s
-	return nil
-}
-
-func (m *memStore) Session(ctx context.Context, id int64) (store.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return store.Session{}, store.ErrNotFound
-	}
-	return s, nil
-}
-
 func unitConfig() Config {
 	return Config{
 		Merchants: []Merchant{testMerchant()},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &memStore{},
+		Store:     &storetest.Sessions{},
 		PublicURL: "https://bridge.example",
 	}
 }

@@ -1,13 +1,12 @@
 package soapapi
 
 import (
-	"context"
-	"sync"
 	"testing"
+
+	"github.com/legacybridge/soapbridge/store/storetest"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,42 +21,11 @@ func testMerchant() operations.Merchant {
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
-// memStore is an in-memory session store for unit tests.
-type memStore struct {
-	store.Store
-	mu       sync.Mutex
-	sessions map[int64]store.Session
-	failSave error
-}
-
-func (m *memStore) SaveSession(ctx context.Context, s store.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failSave != nil {
-		return m.failSave
-	}
-	if m.sessions == nil {
-		m.sessions = map[int64]store.Session{}
-	}
-	m.sessions[s.PaymentID] = s
-	return nil
-}
-
-func (m *memStore) Session(ctx context.Context, id int64) (store.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return store.Session{}, store.ErrNotFound
-	}
-	return s, nil
-}
-
 func unitConfig() operations.Config {
 	return operations.Config{
 		Merchants: []operations.Merchant{testMerchant()},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &memStore{},
+		Store:     &storetest.Sessions{},
 		PublicURL: "https://bridge.example",
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/legacybridge/soapbridge/internal/testenv"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -141,11 +143,11 @@ func TestEveryPartialRefundNotifies(t *testing.T) {
 	require.NoError(t, err)
 	flWaitNotification(t, env.shop, operations.FormatInt(id))
 	select {
-	case q := <-env.shop.ch:
+	case q := <-env.shop.C:
 		t.Errorf("one notification too many: %v", q)
 	case <-time.After(300 * time.Millisecond):
 	}
-	assert.Len(t, env.shop.received(), 5, "paid, three partial refunds, refunded")
+	assert.Len(t, env.shop.Received(), 5, "paid, three partial refunds, refunded")
 }
 
 // A gateway that numbers payments from the start again (the embedded
@@ -154,7 +156,7 @@ func TestEveryPartialRefundNotifies(t *testing.T) {
 // reach the e-shop.
 func TestReusedPaymentIDNotifies(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bridge.db")
-	shop := newFlShop(t)
+	shop := testenv.NewShop(t)
 	ctx := context.Background()
 	for run := 1; run <= 3; run++ {
 		env := newFlEnvWith(t, flOptions{db: db, shop: shop})

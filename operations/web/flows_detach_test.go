@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/legacybridge/soapbridge/store/storetest"
+
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +40,7 @@ func TestPayBaseDetachedFromBrowser(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); sb.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := &memStore{}
+	st := &storetest.Sessions{}
 	cfg := unitConfig()
 	cfg.Store = st
 	cfg.Gateway = restbackend.New(restbackend.Config{BaseURL: srv.URL,

@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/legacybridge/soapbridge/internal/testenv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
@@ -36,46 +37,6 @@ const (
 	flSecret    = "sandbox-secret"
 )
 
-// flShop is a test e-shop: it records the legacy notifications it gets and
-// can be made to fail them.
-type flShop struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	got   []url.Values
-	raw   map[string]string // request URI by paymentSessionId
-	fail  int               // answer 503 to this many more calls
-	calls int
-	ch    chan url.Values
-}
-
-func newFlShop(t *testing.T) *flShop {
-	s := &flShop{ch: make(chan url.Values, 100), raw: map[string]string{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.calls++
-		if s.fail > 0 {
-			s.fail--
-			s.mu.Unlock()
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		q := r.URL.Query()
-		s.got = append(s.got, q)
-		s.raw[q.Get("paymentSessionId")] = r.URL.RequestURI()
-		s.mu.Unlock()
-		s.ch <- q
-		_, _ = io.WriteString(w, "OK")
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *flShop) received() []url.Values {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]url.Values(nil), s.got...)
-}
-
 // flEnv is a bridge (SOAP + flows) on the in-process sandbox gateway and a
 // real SQLite store.
 type flEnv struct {
@@ -85,7 +46,7 @@ type flEnv struct {
 	svc    *operations.Service
 	gw     *restbackend.Client
 	bridge *httptest.Server
-	shop   *flShop
+	shop   *testenv.Shop
 	client *http.Client // does not follow redirects
 	// outStore is the outbox's view of st, which can be made to fail.
 	outStore *flSwitchStore
@@ -100,7 +61,7 @@ type flEnv struct {
 type flOptions struct {
 	clock sandbox.Clock // the sandbox's (real time when nil)
 	db    string        // SQLite file, kept (a fresh one when "")
-	shop  *flShop       // the e-shop (a fresh one when nil)
+	shop  *testenv.Shop // the e-shop (a fresh one when nil)
 	proxy bool          // bridge → fault proxy → sandbox
 	// returnTimeout is the core's ReturnStatusTimeout.
 	returnTimeout time.Duration
@@ -122,7 +83,7 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &flEnv{shop: o.shop}
 	if env.shop == nil {
-		env.shop = newFlShop(t)
+		env.shop = testenv.NewShop(t)
 	}
 	env.sb = sandbox.New(sandbox.Options{Clock: o.clock,
 		Merchants: []sandbox.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}}}})
@@ -151,7 +112,7 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	env.gw = restbackend.New(restbackend.Config{BaseURL: gwURL, Timeout: o.restTimeout, MaxStatementSize: o.maxStatement})
 	env.svc, err = operations.New(operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: flGoID, ClientID: flClientID, ClientSecret: flSecret}, SecureKey: flSecureKey,
-			NotificationURL: env.shop.srv.URL + "/notify?shop=1"}},
+			NotificationURL: env.shop.Srv.URL + "/notify?shop=1"}},
 		Gateway:             env.gw,
 		Store:               st,
 		PublicURL:           env.bridge.URL,
@@ -407,7 +368,7 @@ func TestNotificationReachesShopSigned(t *testing.T) {
 	id := env.create(t, "N-1", "https://shop.example/ok", "https://shop.example/ko")
 	require.NoError(t, env.sb.Act(context.Background(), id, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
 	select {
-	case q := <-env.shop.ch:
+	case q := <-env.shop.C:
 		assert.Equal(t, "1", q.Get("shop"), "the e-shop's own query is kept")
 		checkIdentity(t, q, id, "N-1")
 	case <-time.After(20 * time.Second):
@@ -487,7 +448,7 @@ func TestRecurringChildNotification(t *testing.T) {
 	clock.Advance(24*time.Hour + time.Minute)
 	var child url.Values
 	select {
-	case child = <-env.shop.ch:
+	case child = <-env.shop.C:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no notification of the recurring charge")
 	}
@@ -529,12 +490,12 @@ func TestRecurringChildNotification(t *testing.T) {
 	assert.Equal(t, operations.FormatInt(parent), u.Query().Get("parentPaymentSessionId"))
 }
 
-func flWaitNotification(t *testing.T, shop *flShop, id string) url.Values {
+func flWaitNotification(t *testing.T, shop *testenv.Shop, id string) url.Values {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
-		case q := <-shop.ch:
+		case q := <-shop.C:
 			if q.Get("paymentSessionId") == id {
 				return q
 			}
@@ -626,9 +587,9 @@ func TestFlowURLsGolden(t *testing.T) {
 
 	const goid, id, parent = 8123456789, 3000000001, 3000000000
 	flWaitNotification(t, env.shop, operations.FormatInt(paid))
-	env.shop.mu.Lock()
-	notified := env.shop.raw[operations.FormatInt(paid)]
-	env.shop.mu.Unlock()
+	env.shop.Mu.Lock()
+	notified := env.shop.Raw[operations.FormatInt(paid)]
+	env.shop.Mu.Unlock()
 	qChild, err := operations.IdentityQuery(flSecureKey, goid, id, parent, order)
 	require.NoError(t, err)
 	payFull, err := PayFullURL("https://bridge.example/", flSecureKey, goid, id)

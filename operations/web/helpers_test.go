@@ -2,7 +2,8 @@ package web
 
 import (
 	"context"
-	"sync"
+
+	"github.com/legacybridge/soapbridge/store/storetest"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -15,40 +16,13 @@ const (
 	testSecureKey = "DemoSecureKey-0123456789"
 )
 
-// memStore is an in-memory session store for unit tests.
-type memStore struct {
-	store.Store
-	mu       sync.Mutex
-	sessions map[int64]store.Session
-}
-
-func (m *memStore) SaveSession(ctx context.Context, s store.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.sessions == nil {
-		m.sessions = map[int64]store.Session{}
-	}
-	m.sessions[s.PaymentID] = s
-	return nil
-}
-
-func (m *memStore) Session(ctx context.Context, id int64) (store.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return store.Session{}, store.ErrNotFound
-	}
-	return s, nil
-}
-
 // unitConfig is a core whose gateway is unreachable.
 func unitConfig() operations.Config {
 	return operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
 			SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &memStore{},
+		Store:     &storetest.Sessions{},
 		Ledger:    memLedger(),
 		PublicURL: "https://bridge.example",
 	}
