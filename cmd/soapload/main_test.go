@@ -79,6 +79,8 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	for _, name := range []string{"touch / ceiling, throughput", "paymentStatus / ceiling, throughput",
 		"createPayment / ceiling, throughput", "slow gateway, 8 clients: bridge / straight at the gateway, throughput",
 		"slow gateway, 8 clients: bridge / cap of 80/s", "slow gateway, 8 clients: bridge peak RSS",
+		"slow gateway, 8 clients: bare Go reverse proxy / straight at the gateway, throughput",
+		"slow gateway, 8 clients: bridge / bare Go reverse proxy, throughput",
 		"slow gateway, open loop 40/s: p99", "slow gateway, open loop 40/s: failed calls"} {
 		h, ok := ratios[name]
 		if assert.True(t, ok, "ratio %q missing", name) {
@@ -91,7 +93,7 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	for _, s := range rep.Scenarios {
 		scen[s.Name] = s
 	}
-	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-bridge-8", "slowgw-open-40"}
+	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-relay-8", "slowgw-bridge-8", "slowgw-open-40"}
 	_, _, phpErr := phpTools()
 	if phpErr == nil {
 		want = append(want, "php-touch", "php-paymentStatus", "slowgw-php-8")
@@ -121,7 +123,7 @@ func TestSuiteQuickReportShape(t *testing.T) {
 }
 
 func TestSuiteRefusesUnboundedRuns(t *testing.T) {
-	for _, args := range [][]string{{"-d", "10m"}, {"-d", "0s"}, {"-rounds", "0"}, {"-slow-clients", "0"}, {"-php", "maybe"}} {
+	for _, args := range [][]string{{"-d", "10m"}, {"-d", "0s"}, {"-rounds", "0"}, {"-slow-clients", "0"}, {"-php", "maybe"}, {"-only", "("}} {
 		err := run(args, io.Discard)
 		require.Error(t, err, args)
 	}

@@ -163,6 +163,7 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 	perRound("PHP adapter / bridge, paymentStatus CPU per reply (with the sandbox's)", "×", "≥ 4", cpu("php-paymentStatus", "paymentStatus"), "paymentStatus", "php-paymentStatus")
 	for _, n := range c.slowClients {
 		direct, bridge, php := fmt.Sprintf("slowgw-direct-%d", n), fmt.Sprintf("slowgw-bridge-%d", n), fmt.Sprintf("slowgw-php-%d", n)
+		relay := fmt.Sprintf("slowgw-relay-%d", n)
 		capacity := float64(n) / max(c.slowDelay.Seconds(), 1e-3)
 		goal := func(g string, ok bool) string {
 			if ok {
@@ -174,6 +175,12 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 			func(m map[string]sample) (float64, bool) { return m[bridge].res.rps() / capacity, true }, bridge)
 		perRound(fmt.Sprintf("slow gateway, %d clients: bridge / straight at the gateway, throughput", n), "×", goal("≥ 0.6", n >= 2000),
 			tput(bridge, direct), bridge, direct)
+		// The bare Go reverse proxy is the ceiling of any net/http
+		// intermediary here, as the ceiling server is for touch.
+		perRound(fmt.Sprintf("slow gateway, %d clients: bare Go reverse proxy / straight at the gateway, throughput", n), "×", "",
+			tput(relay, direct), relay, direct)
+		perRound(fmt.Sprintf("slow gateway, %d clients: bridge / bare Go reverse proxy, throughput", n), "×", "",
+			tput(bridge, relay), bridge, relay)
 		perRound(fmt.Sprintf("slow gateway, %d clients: bridge / PHP adapter, throughput", n), "×", goal("≥ 10", n == 1000),
 			tput(bridge, php), bridge, php)
 		perRound(fmt.Sprintf("slow gateway, %d clients: bridge p99", n), "s", goal("≤ 0.3", n == 1000),
@@ -184,6 +191,10 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 			func(m map[string]sample) (float64, bool) {
 				return float64(m[bridge].peak["bridge-slowgw"]) / (1 << 20), true
 			}, bridge)
+		perRound(fmt.Sprintf("slow gateway, %d clients: bare Go reverse proxy peak RSS", n), "MB", "",
+			func(m map[string]sample) (float64, bool) {
+				return float64(m[relay].peak["relay"]) / (1 << 20), true
+			}, relay)
 	}
 	open := fmt.Sprintf("slowgw-open-%d", c.rate)
 	perRound(fmt.Sprintf("slow gateway, open loop %d/s: p99", c.rate), "s", "≤ 0.15",

@@ -104,6 +104,9 @@ func delayProxy(upstream *url.URL, d time.Duration) http.Handler {
 	// Large enough that the proxy itself never dials per request.
 	rp.Transport = &http.Transport{MaxIdleConns: 8192, MaxIdleConnsPerHost: 8192, IdleConnTimeout: time.Minute}
 	rp.ErrorLog = nil
+	if d <= 0 {
+		return rp // a bare relay
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(d)
 		select {

@@ -36,6 +36,7 @@ type suiteConfig struct {
 	binDir      string
 	quick       bool
 	keep        bool
+	only        *regexp.Regexp // nil: every scenario
 }
 
 // The demo merchant of the sandbox and the bridge.
@@ -64,6 +65,7 @@ func runSuite(args []string, out io.Writer) error {
 	fs.StringVar(&c.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&c.binDir, "bin", "", "directory with prebuilt soapbridge and gatewaysandbox (default: go build them)")
 	fs.BoolVar(&c.quick, "quick", false, "smoke run: tiny durations and client counts (CI); explicit flags still apply")
+	only := fs.String("only", "", "run only the scenarios whose name matches this regular expression (e.g. 'slowgw-.*-2000')")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (servers' logs and configurations) for a look afterwards")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,6 +83,13 @@ func runSuite(args []string, out io.Writer) error {
 				apply()
 			}
 		}
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
+		c.only = re
 	}
 	for f := range strings.SplitSeq(*slow, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -163,6 +172,12 @@ func (c suiteConfig) run(out io.Writer) (*report, error) {
 	}
 	if err := b.setUp(out); err != nil {
 		return nil, err
+	}
+	if c.only != nil {
+		b.scen = slices.DeleteFunc(b.scen, func(s scenario) bool { return !c.only.MatchString(s.name) })
+		if len(b.scen) == 0 {
+			return nil, fmt.Errorf("-only %q matches no scenario", c.only)
+		}
 	}
 	bound := time.Duration(len(b.scen)) * (c.dur + 200*time.Millisecond)
 	fmt.Fprintf(out, "soapload: %d scenarios × %d rounds of %s (about %s of load)\n",
@@ -272,6 +287,14 @@ func (b *bench) setUp(out io.Writer) error {
 		return err
 	}
 	slowGW := "http://" + proxyAddr
+	// A bare Go reverse proxy before the slow gateway: what any net/http
+	// intermediary costs there before doing work (the bridge's ceiling in
+	// the slow-gateway scenarios, as the ceiling server is for touch).
+	relay, relayAddr, err := b.start("relay", []string{self, "-role", "delay", "-upstream", slowGW, "-delay", "0s"}, nil,
+		regexp.MustCompile(`listening (\S+)`))
+	if err != nil {
+		return err
+	}
 	bridge := func(name, gateway string) (*child, string, error) {
 		port, err := freePort()
 		if err != nil {
@@ -308,6 +331,7 @@ func (b *bench) setUp(out io.Writer) error {
 	b.groups = []procGroup{
 		{name: "bridge", pid: fast.pid()}, {name: "bridge-slowgw", pid: slow.pid()},
 		{name: "sandbox", pid: sb.pid()}, {name: "ceiling", pid: ceil.pid()}, {name: "slowgw", pid: proxy.pid()},
+		{name: "relay", pid: relay.pid()},
 	}
 
 	// One payment per bridge (so paymentStatus reads a stored session), a
@@ -367,6 +391,9 @@ func (b *bench) setUp(out io.Writer) error {
 	}
 	for _, n := range b.cfg.slowClients {
 		add(scenario{name: fmt.Sprintf("slowgw-direct-%d", n), what: fmt.Sprintf("%d clients straight at the slow gateway (REST GET)", n), t: direct, clients: n, server: []string{"slowgw", "sandbox"}})
+		relayed := direct
+		relayed.url = "http://" + relayAddr + "/api/payments/payment/" + slowID
+		add(scenario{name: fmt.Sprintf("slowgw-relay-%d", n), what: fmt.Sprintf("%d clients, the same REST GET through a bare Go reverse proxy before the slow gateway", n), t: relayed, clients: n, server: []string{"relay", "slowgw", "sandbox"}})
 		add(scenario{name: fmt.Sprintf("slowgw-bridge-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the bridge on the slow gateway", n), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
 		if phpOK {
 			add(scenario{name: fmt.Sprintf("slowgw-php-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the PHP adapter on the slow gateway", n), t: soapTarget(b.php.url+"/slow/", slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"nginx", "php-fpm", "slowgw", "sandbox"}})
