@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
 	"github.com/legacybridge/soapbridge/soapenc"
 )
@@ -25,7 +26,7 @@ func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 	e.HTTPErrorHandler = errorHandler(cfg.SOAPPath, e.DefaultHTTPErrorHandler)
 	e.Use(
 		dropBadRequestID,
-		middleware.RequestID(),
+		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
 		accessLog(log.Named("http")),
 		callContext(tr, cfg.SOAPPath),
 		rateLimit(cfg.RateLimit, cfg.RateBurst, cfg.SOAPPath),
@@ -40,20 +41,26 @@ func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 			},
 		}),
 		bodyLimit(cfg.MaxBodyBytes, cfg.SOAPPath),
-		withDeadline(cfg.CallDeadline),
+		withDeadline(cfg.CallDeadline, cfg.SOAPPath),
 	)
 	return e
 }
 
-// withDeadline bounds every request by the call deadline. The SOAP handler
-// and the core's money-moving calls detach from the client's connection
-// and set the same deadline again, so a hang-up cannot cut a POST short.
-func withDeadline(d time.Duration) echo.MiddlewareFunc {
+// withDeadline bounds every request by the call deadline, except the SOAP
+// endpoint's POSTs: their handler detaches from the client's connection
+// and sets the same deadline itself (so a hang-up cannot cut a POST
+// short), and their body is read under read_timeout. A second deadline
+// there would cost a timer and a request copy per call for nothing.
+func withDeadline(d time.Duration, soapPath string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			r := c.Request()
+			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+				return next(c)
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
-			c.SetRequest(c.Request().WithContext(ctx))
+			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}
 	}

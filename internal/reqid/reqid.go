@@ -3,7 +3,10 @@
 // notification) can name the call that caused it.
 package reqid
 
-import "context"
+import (
+	"context"
+	"math/rand/v2"
+)
 
 type key struct{}
 
@@ -16,4 +19,19 @@ func With(ctx context.Context, id string) context.Context {
 func From(ctx context.Context) string {
 	id, _ := ctx.Value(key{}).(string)
 	return id
+}
+
+// New returns a fresh request id: 32 hex digits from the runtime's
+// ChaCha8 generator. Ids only need to be unique and unguessable enough to
+// not be forged into another call's logs; crypto/rand (echo's default)
+// costs more per call for nothing more.
+func New() string {
+	var b [32]byte
+	const hex = "0123456789abcdef"
+	for i, w := range [2]uint64{rand.Uint64(), rand.Uint64()} {
+		for j := range 16 {
+			b[i*16+j] = hex[w>>(60-4*j)&0xf]
+		}
+	}
+	return string(b[:])
 }

@@ -343,6 +343,13 @@ func (a *API) Handler() echo.HandlerFunc {
 		start := time.Now()
 		// Log lines of this call carry the request id of the access log.
 		ctx := logctx.WithRequestID(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID))
+		// A client that hangs up must not cut a gateway call short: a
+		// POST aborted midway has an unknown outcome, and the session write
+		// after it must still happen. The call deadline bounds the whole
+		// call instead (from here: the body is read under read_timeout):
+		// no POST starts unless it can end before it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
+		defer cancel()
 		call, err := soapenc.ReadRequest(req, a.limits)
 		if err != nil {
 			var f *soapenc.Fault
@@ -356,12 +363,6 @@ func (a *API) Handler() echo.HandlerFunc {
 			soapenc.WriteFault(c.Response(), f)
 			return nil
 		}
-		// A client that hangs up must not cut a gateway call short: a
-		// POST aborted midway has an unknown outcome, and the session write
-		// after it must still happen. The call deadline bounds the whole
-		// call instead: no POST starts unless it can end before it.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
-		defer cancel()
 		resp, info, err := a.invoke(cctx, call, req)
 		if a.obs != nil {
 			a.obs.ObserveCall(info.op, info.goid, info.result, time.Since(start))
