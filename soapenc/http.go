@@ -2,6 +2,7 @@ package soapenc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -37,6 +38,13 @@ const initialBodyBuffer = 8 << 10
 // Content-Type text/xml (any charset), at most lim.MaxBytes of body. Every
 // error is a *Fault; a SOAP 1.2 request gets a VersionMismatch fault.
 func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
+	return ReadRequestContext(r.Context(), r, lim)
+}
+
+// ReadRequestContext is ReadRequest whose wait for a parse slot also ends
+// when ctx is done (a call deadline detached from the connection), not
+// only when the client hangs up.
+func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call, error) {
 	lim = lim.withDefaults()
 	if r.Method != http.MethodPost {
 		return nil, clientFault("SOAP requests must use POST")
@@ -79,6 +87,8 @@ func ReadRequest(r *http.Request, lim Limits) (*Call, error) {
 		defer func() { <-slots }()
 	case <-r.Context().Done():
 		return nil, clientFault("request cancelled")
+	case <-ctx.Done():
+		return nil, &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
 	}
 	return Decode(buf.Bytes(), ct, lim)
 }

@@ -115,6 +115,14 @@ func TestReadRequestWaitsForDecodeSlot(t *testing.T) {
 	_, err := ReadRequest(r, DefaultLimits())
 	requireFault(t, err, FaultClient, "cancelled")
 
+	// A call deadline detached from the connection ends the wait too.
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer dcancel()
+	r = httptest.NewRequest("POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
+	r.Header.Set("Content-Type", "text/xml")
+	_, err = ReadRequestContext(dctx, r, DefaultLimits())
+	requireFault(t, err, FaultServer, "call deadline")
+
 	drain()
 	r = httptest.NewRequest("POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
 	r.Header.Set("Content-Type", "text/xml")

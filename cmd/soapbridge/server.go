@@ -47,10 +47,10 @@ func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 }
 
 // withDeadline bounds every request by the call deadline, except the SOAP
-// endpoint's POSTs: their handler detaches from the client's connection
-// and sets the same deadline itself (so a hang-up cannot cut a POST
-// short), and their body is read under read_timeout. A second deadline
-// there would cost a timer and a request copy per call for nothing.
+// endpoint's POSTs: their handler sets the same deadline itself, detached
+// from the client's connection (so a hang-up cannot cut a POST short),
+// before it reads the body, and bounds the wait for a parse slot with it.
+// A second deadline there would cost a timer and a request copy per call.
 func withDeadline(d time.Duration, soapPath string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

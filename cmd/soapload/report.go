@@ -74,6 +74,9 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 		},
 		Notes: b.notes,
 	}
+	if c.only != nil {
+		r.Settings["only"] = c.only.String() // a partial run: ratios of absent scenarios are left out
+	}
 	serverCPU := func(s scenario, smp sample) float64 { // seconds per call
 		var t int64
 		for _, g := range s.server {

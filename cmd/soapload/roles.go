@@ -98,7 +98,9 @@ func ceilingHandler() http.Handler {
 }
 
 // delayProxy forwards every request to upstream after d: a gateway that
-// answers slowly, without the upstream holding the request meanwhile.
+// answers slowly, without the upstream holding the request meanwhile. With
+// d ≤ 0 it is a bare reverse proxy (the relay of the slow-gateway
+// scenarios).
 func delayProxy(upstream *url.URL, d time.Duration) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(upstream)
 	// Large enough that the proxy itself never dials per request.

@@ -65,7 +65,7 @@ func runSuite(args []string, out io.Writer) error {
 	fs.StringVar(&c.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&c.binDir, "bin", "", "directory with prebuilt soapbridge and gatewaysandbox (default: go build them)")
 	fs.BoolVar(&c.quick, "quick", false, "smoke run: tiny durations and client counts (CI); explicit flags still apply")
-	only := fs.String("only", "", "run only the scenarios whose name matches this regular expression (e.g. 'slowgw-.*-2000')")
+	only := fs.String("only", "", "run only the scenarios whose name matches this regular expression, unanchored as go test -run (e.g. '^slowgw-.*-2000$')")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (servers' logs and configurations) for a look afterwards")
 	if err := fs.Parse(args); err != nil {
 		return err

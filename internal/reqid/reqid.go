@@ -22,9 +22,8 @@ func From(ctx context.Context) string {
 }
 
 // New returns a fresh request id: 32 hex digits from the runtime's
-// ChaCha8 generator. Ids only need to be unique and unguessable enough to
-// not be forged into another call's logs; crypto/rand (echo's default)
-// costs more per call for nothing more.
+// ChaCha8 generator. Ids only need to be unique (a client may send its own
+// anyway); crypto/rand, echo's default, costs more per call for nothing.
 func New() string {
 	var b [32]byte
 	const hex = "0123456789abcdef"

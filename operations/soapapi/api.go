@@ -346,11 +346,12 @@ func (a *API) Handler() echo.HandlerFunc {
 		// A client that hangs up must not cut a gateway call short: a
 		// POST aborted midway has an unknown outcome, and the session write
 		// after it must still happen. The call deadline bounds the whole
-		// call instead (from here: the body is read under read_timeout):
-		// no POST starts unless it can end before it.
+		// call instead, from here on: the upload of the body, the wait for
+		// a parse slot and every gateway call. No POST starts unless it can
+		// end before it.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
 		defer cancel()
-		call, err := soapenc.ReadRequest(req, a.limits)
+		call, err := soapenc.ReadRequestContext(cctx, req, a.limits)
 		if err != nil {
 			var f *soapenc.Fault
 			if !errors.As(err, &f) {
