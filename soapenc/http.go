@@ -88,6 +88,9 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	case <-r.Context().Done():
 		return nil, clientFault("request cancelled")
 	case <-ctx.Done():
+		if r.Context().Err() != nil { // both done (ReadRequest passes one context twice)
+			return nil, clientFault("request cancelled")
+		}
 		return nil, &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
 	}
 	return Decode(buf.Bytes(), ct, lim)
