@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -90,5 +91,21 @@ func BenchmarkSOAPHandlerTouch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkEncodePaymentStatus: the reply of a paymentStatus rendered from
+// the typed core's result (every field set), without the XML writing.
+func BenchmarkEncodePaymentStatus(b *testing.B) {
+	s, n := "x", int64(1)
+	st := &operations.PaymentStatus{Currency: &s, OrderNumber: &s, PaymentSessionID: &n, ProductName: &s,
+		Result: "CALL_COMPLETED", SessionState: &s, TargetGoID: &n, TotalPrice: &n, EncryptedSignature: &s}
+	c := codec{ns: "urn:x"}
+	v := reflect.ValueOf(st)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.encode("paymentStatusReturn", "tns2:EPaymentStatus", v) == nil {
+			b.Fatal("no value")
+		}
 	}
 }

@@ -195,7 +195,19 @@ type codec struct{ ns string }
 // qname resolves a prefixed type of the WSDL table.
 func (c codec) qname(typ string) soapenc.QName {
 	prefix, local, _ := strings.Cut(typ, ":")
-	ns := map[string]string{"soapenc": wsdl.NSSOAPEnc, "xsd": wsdl.NSXSD, "tns1": wsdl.NSTypes, "tns2": wsdl.NSGate, "impl": c.ns}[prefix]
+	var ns string // a switch, not a map literal: this runs for every field of every reply
+	switch prefix {
+	case "soapenc":
+		ns = wsdl.NSSOAPEnc
+	case "xsd":
+		ns = wsdl.NSXSD
+	case "tns1":
+		ns = wsdl.NSTypes
+	case "tns2":
+		ns = wsdl.NSGate
+	case "impl":
+		ns = c.ns
+	}
 	return soapenc.QName{Space: ns, Local: local}
 }
 
