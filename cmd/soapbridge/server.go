@@ -18,7 +18,8 @@ import (
 )
 
 // newEcho returns the router with the bridge's middleware, outermost
-// first: request id, access log, panic recovery, body limit.
+// first: request id, access log, call context (request id, trace), rate
+// limit, panic recovery, body limit, deadline (not on SOAP POSTs).
 func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
