@@ -128,7 +128,7 @@ func rateLimit(perSecond float64, burst int, soapPath string) echo.MiddlewareFun
 				return next(c)
 			}
 			c.Response().Header().Set("Retry-After", "1")
-			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+			if isSOAPCall(r, soapPath) {
 				return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
 			}
 			return echo.NewHTTPError(http.StatusTooManyRequests, text)

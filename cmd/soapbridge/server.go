@@ -56,7 +56,7 @@ func withDeadline(d time.Duration, soapPath string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+			if isSOAPCall(r, soapPath) {
 				return next(c)
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), d)
@@ -93,7 +93,7 @@ func healthz(c echo.Context) error {
 func errorHandler(soapPath string, next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		r := c.Request()
-		if c.Response().Committed || r.Method != http.MethodPost || r.URL.Path != soapPath {
+		if c.Response().Committed || !isSOAPCall(r, soapPath) {
 			next(err, c)
 			return
 		}
@@ -141,6 +141,12 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 	}
 }
 
+// isSOAPCall reports whether r is a call to the SOAP endpoint (a POST to
+// its path): the requests the SOAP handler, not echo, answers and bounds.
+func isSOAPCall(r *http.Request, soapPath string) bool {
+	return r.Method == http.MethodPost && r.URL.Path == soapPath
+}
+
 func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
 
 // dropBadRequestID removes a client-sent X-Request-Id that is not a short
@@ -181,7 +187,7 @@ func bodyLimit(soapMax int64, soapPath string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			soap := r.Method == http.MethodPost && r.URL.Path == soapPath
+			soap := isSOAPCall(r, soapPath)
 			max := int64(otherBodyLimit)
 			if soap {
 				max = soapMax

@@ -28,7 +28,7 @@ func callContext(tr *tracing.Tracer, soapPath string) echo.MiddlewareFunc {
 				return next(c)
 			}
 			name := r.Method + " " + c.Path() // the route, not the URL: bounded names
-			if r.Method == http.MethodPost && r.URL.Path == soapPath {
+			if isSOAPCall(r, soapPath) {
 				name = "SOAP call"
 			}
 			ctx, span := tr.StartCall(ctx, name, id)
