@@ -2,7 +2,6 @@ package operations
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -44,12 +43,11 @@ func (s *Service) contact(ctx context.Context, c *PaymentCommand, goid int64) *r
 // SignatureFields are the paymentCommand signature fields as sent.
 func (c *PaymentCommand) SignatureFields() []string { return c.signatureFields().Fields() }
 
-// verify checks the command's signature over the canonical fields or, for
-// the .NET library, over the untrimmed ones; each in UTF-8 or windows-1250.
-// digest is what was signed (SignedDigest): the ledger's key.
-func (c *PaymentCommand) verify(secureKey string) (digest string, ok bool) {
+// signedFields are the field lists a command's signature may cover: the
+// canonical ones or, for the .NET library, the untrimmed ones.
+func (c *PaymentCommand) signedFields() [][]string {
 	f := c.signatureFields()
-	return SignedDigest(secureKey, c.EncryptedSignature, f.Fields(), f.Untrimmed())
+	return [][]string{f.Fields(), f.Untrimmed()}
 }
 
 func (c *PaymentCommand) signatureFields() PaymentCommandFields {
@@ -178,264 +176,256 @@ func (s *Service) callbacks(goid int64, token string) *restbackend.Callback {
 	}
 }
 
-// CreatePayment serves createPayment.
-func (s *Service) CreatePayment(ctx context.Context, c *PaymentCommand) (*PaymentStatus, error) {
-	st, _, err := s.createPayment(ctx, c)
-	return st, err
+// createPaymentRow: createPayment, also the core of pay-base-v2.
+var createPaymentRow = &row[PaymentCommand, *PaymentStatus]{
+	name: "createPayment",
+	auth: func(in *PaymentCommand) auth {
+		const part = "paymentCommand"
+		if in == nil {
+			return auth{part: part, invalid: "missing " + part}
+		}
+		return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID, sig: in.EncryptedSignature,
+			signed: in.signedFields()}
+	},
+	money: func(ctx context.Context, c *call, in *PaymentCommand) (*money, *refusal) {
+		return c.s.createPolicy(ctx, c, in)
+	},
+	reply: func(ctx context.Context, c *call, in *PaymentCommand) (*PaymentStatus, error) {
+		if c.fresh != nil {
+			return statusFromPayment(c.fresh, c.m, &in.ProductName), nil
+		}
+		return c.replayStatus(ctx)
+	},
+	fail: failStatus[PaymentCommand],
+	sign: signStatus,
 }
 
-// createPayment creates the payment of c; gwURL is the gateway page of the
-// created payment ("" on refusal).
-func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *PaymentStatus, gwURL string, err error) {
-	const op = "createPayment"
-	var created *restbackend.Payment // set when this call created it
-	if c == nil {
-		c = &PaymentCommand{Invalid: "missing paymentCommand"}
-	}
-	ref := sessionRef{GoID: c.TargetGoID}
-	fail := func(r *refusal) (*PaymentStatus, string, error) {
-		s.refused(ctx, op, ref, r)
-		return s.failedStatus(ref, r.desc), "", nil
-	}
-	if c.Invalid != "" {
-		s.merchantOf(&ref)
-		return fail(&refusal{desc: c.Invalid})
-	}
-	if r := s.merchantOf(&ref); r != nil {
-		return fail(r)
-	}
-	digest, ok := c.verify(ref.M.SecureKey)
-	if !ok {
-		return fail(badSignature("paymentCommand"))
-	}
-	m := ref.M
+// createPolicy is the ledger policy of createPayment. A payment cannot be
+// looked up by order number: a create whose reply was lost stays in doubt
+// (a repeat answers "outcome unknown") for createDoubtWindow, then a repeat
+// creates a new payment. A repeat of a created one answers the same payment
+// while it is still CREATED; once paid, canceled or timed out, the same
+// signed command (a static base-integration form) creates a new one.
+func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand) (*money, *refusal) {
+	m := c.m
 	token := newReturnToken()
-	req, r := s.paymentRequest(ctx, c, m, token)
+	req, r := s.paymentRequest(ctx, in, m, token)
 	if r != nil {
-		return fail(r)
+		return nil, r
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	// A payment cannot be looked up by order number: a create whose reply
-	// was lost stays in doubt (a repeat answers "outcome unknown") for
-	// createDoubtWindow, then a repeat creates a new payment. A repeat of a
-	// created one answers the same payment while it is still CREATED; once
-	// paid, canceled or timed out, the same signed command (a static
-	// base-integration form) creates a new one.
-	call := &moneyCall{op: op, m: m, signed: digest, doubtWindow: createDoubtWindow}
-	var replaySt *PaymentStatus
-	var replayP *restbackend.Payment
-	var replayErr error
-	call.replayable = func(ctx context.Context, rec store.CallRecord) bool {
-		replaySt, replayP, replayErr = s.statusFor(ctx, m, rec.PaymentID)
-		// Unreadable: answer the error below rather than create again.
-		return replayErr != nil || replayP.State == restbackend.StateCreated
-	}
-	call.act = func(ctx context.Context) (store.CallRecord, error) {
-		p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		// The session must be durable before the e-shop learns the
-		// payment: status replies and the return redirect depend on it. If
-		// it cannot be written the payment stays unpaid and lapses; failing
-		// (not done: a retry creates another) is safe.
-		sess := store.Session{
-			PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
-			Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
-			CreatedAt: s.now(), ReturnToken: token,
-		}
-		if err := s.store.SaveSession(ctx, sess); err != nil {
-			s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
-				zap.Int64("payment", p.ID), zap.Error(err))
-			return store.CallRecord{}, serverError("session store unavailable")
-		}
-		s.logFor(ctx).Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
-		created = p
-		return store.CallRecord{PaymentID: p.ID, Result: CallCompleted, Reply: p.GwURL}, nil
-	}
-	rec, err := s.once(ctx, call)
-	if err != nil {
-		if errors.As(err, &r) {
-			return fail(r)
-		}
-		return nil, "", err
-	}
-	p := created
-	if p == nil { // a repeat answered from the ledger: the payment as it is now
-		st, p, err := replaySt, replayP, replayErr
-		if st == nil && err == nil {
-			st, p, err = s.statusFor(ctx, m, rec.PaymentID)
-		}
-		if err != nil {
-			if errors.As(err, &r) {
-				return fail(r)
-			}
-			return nil, "", err
-		}
-		gw := p.GwURL
-		if gw == "" {
-			gw = rec.Reply
-		}
-		return st, gw, nil
-	}
-	st = statusFromPayment(p, m, &c.ProductName)
-	if err := st.sign(m.SecureKey); err != nil {
-		return nil, "", err
-	}
-	return st, p.GwURL, nil
-}
-
-// CreateRecurrentPayment serves createRecurrentPayment.
-func (s *Service) CreateRecurrentPayment(ctx context.Context, rr *RecurrenceRequest) (*PaymentStatus, error) {
-	const op = "createRecurrentPayment"
-	var ref sessionRef
-	fail := func(r *refusal) (*PaymentStatus, error) {
-		s.refused(ctx, op, ref, r)
-		return s.failedStatus(ref, r.desc), nil
-	}
-	if rr == nil {
-		rr = &RecurrenceRequest{Invalid: "missing recurrenceRequest"}
-	}
-	ref.GoID = rr.TargetGoID
-	if rr.Invalid != "" {
-		s.merchantOf(&ref)
-		return fail(&refusal{desc: rr.Invalid})
-	}
-	if r := s.merchantOf(&ref); r != nil {
-		return fail(r)
-	}
-	if rr.ParentPaymentSessionID == nil {
-		return fail(refuse("missing recurrenceRequest.parentPaymentSessionId"))
-	}
-	digest, ok := SignedDigest(ref.M.SecureKey, rr.EncryptedSignature, RecurrenceRequestFields(formatOptInt(rr.ParentPaymentSessionID),
-		formatOptInt(rr.TargetGoID), rr.OrderNumber, formatOptInt(rr.TotalPrice)))
-	if !ok {
-		return fail(badSignature("recurrenceRequest"))
-	}
-	switch {
-	case rr.TotalPrice == nil || *rr.TotalPrice <= 0:
-		return fail(refuse("recurrenceRequest.totalPrice must be a positive amount in minor units"))
-	case trim(rr.OrderNumber) == "":
-		return fail(refuse("missing recurrenceRequest.orderNumber"))
-	}
-	m, parentID := ref.M, *rr.ParentPaymentSessionID
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	// The gateway lists no children of a parent, so a child whose reply was
-	// lost cannot be found: the call stays in doubt and a repeat answers
-	// "outcome unknown" instead of charging again.
-	var child *restbackend.Payment
-	var found bool
-	var parent store.Session
-	call := &moneyCall{op: op, m: m, id: parentID, signed: digest}
-	call.act = func(ctx context.Context) (store.CallRecord, error) {
-		// The child inherits currency and productName from the parent: from
-		// the bridge's session, else (a parent not created here) the
-		// currency from the gateway's status, and no productName.
-		var err error
-		parent, found, err = s.sessionOf(ctx, parentID, 0)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		if !found {
-			p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
+	return &money{
+		doubtWindow: createDoubtWindow,
+		replayable: func(ctx context.Context, rec store.CallRecord) bool {
+			c.readReplay(ctx, rec)
+			// Unreadable: answer the error rather than create again.
+			return c.replay.err != nil || c.replay.p.State == restbackend.StateCreated
+		},
+		act: func(ctx context.Context) (store.CallRecord, error) {
+			p, err := s.gw.CreatePayment(ctx, m.Credentials(), req)
 			if err != nil {
 				return store.CallRecord{}, err
 			}
-			parent = store.Session{PaymentID: parentID, GoID: m.GoID, Currency: p.Currency}
-		}
-		itemName := parent.ProductName
-		if trim(itemName) == "" {
-			itemName = "order " + trim(rr.OrderNumber)
-		}
-		req := &restbackend.RecurrenceRequest{
-			Amount:           *rr.TotalPrice,
-			Currency:         parent.Currency,
-			OrderNumber:      trim(rr.OrderNumber),
-			OrderDescription: trim(parent.ProductName),
-			Items:            []restbackend.Item{{Type: "ITEM", Name: trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
-		}
-		c, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		if c.ParentID == 0 {
-			c.ParentID = parentID
-		}
-		// The child may already be charged: unlike createPayment, a failed
-		// session write must not turn into a failure the e-shop might retry
-		// (and charge twice). Status replies fall back to the parent's session.
-		sess := store.Session{
-			PaymentID: c.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
-			OrderNumber: c.OrderNumber, Amount: c.Amount, Currency: c.Currency,
-			SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
-		}
-		if err := s.store.SaveSession(ctx, sess); err != nil {
-			s.logFor(ctx).Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
-				zap.Int64("payment", c.ID), zap.Int64("parent", parentID), zap.Error(err))
-		}
-		s.logFor(ctx).Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", c.ID), zap.Int64("parent", parentID))
-		child = c
-		return store.CallRecord{PaymentID: c.ID, Result: CallCompleted}, nil
-	}
-	rec, err := s.once(ctx, call)
-	if err != nil {
-		var r *refusal
-		if errors.As(err, &r) {
-			return fail(r)
-		}
-		return nil, err
-	}
-	if child == nil { // a repeat answered from the ledger: the child as it is now
-		st, _, err := s.statusFor(ctx, m, rec.PaymentID)
-		if err != nil {
-			var r *refusal
-			if errors.As(err, &r) {
-				return fail(r)
+			// The session must be durable before the e-shop learns the
+			// payment: status replies and the return redirect depend on it.
+			// If it cannot be written the payment stays unpaid and lapses;
+			// failing (not done: a retry creates another) is safe.
+			sess := store.Session{
+				PaymentID: p.ID, GoID: m.GoID, ProductName: in.ProductName, OrderNumber: p.OrderNumber,
+				Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(in.SuccessURL), FailedURL: trim(in.FailedURL),
+				CreatedAt: s.now(), ReturnToken: token,
 			}
-			return nil, err
-		}
-		return st, nil
-	}
-	var product *string
-	if found {
-		product = &parent.ProductName
-	}
-	st := statusFromPayment(child, m, product)
-	if err := st.sign(m.SecureKey); err != nil {
-		return nil, err
-	}
-	return st, nil
+			if err := s.store.SaveSession(ctx, sess); err != nil {
+				c.log.Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
+					zap.Int64("payment", p.ID), zap.Error(err))
+				return store.CallRecord{}, serverError("session store unavailable")
+			}
+			c.log.Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
+			c.fresh = p
+			return store.CallRecord{PaymentID: p.ID, Result: CallCompleted, Reply: p.GwURL}, nil
+		},
+	}, nil
 }
 
-// CreateBuyer cannot be served: the REST interface has no buyer accounts.
-// The request's signature is still checked with the Java 2.4 library's
-// scheme (the only one published) so that the e-shop learns of a wrong key.
-// No scheme is published for the reply, so it is sent unsigned.
-func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
-	if in == nil {
-		in = &BuyerCreate{Invalid: "missing buyerCreate"}
+// readReplay reads the status of the payment a ledger record names, for a
+// repeat answered from the ledger.
+func (c *call) readReplay(ctx context.Context, rec store.CallRecord) {
+	st, p, err := c.s.statusFor(ctx, c.m, rec.PaymentID)
+	c.replay = &replay{st: st, p: p, err: err}
+}
+
+// replayStatus is the reply to a repeat answered from the ledger: the
+// payment of the record as it is now.
+func (c *call) replayStatus(ctx context.Context) (*PaymentStatus, error) {
+	if c.replay == nil {
+		c.readReplay(ctx, c.rec)
 	}
-	desc := "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
-	ref := sessionRef{GoID: in.EshopGoID}
+	return c.replay.st, c.replay.err
+}
+
+// CreatePayment serves createPayment.
+func (s *Service) CreatePayment(ctx context.Context, in *PaymentCommand) (*PaymentStatus, error) {
+	return serve(ctx, s, createPaymentRow, in)
+}
+
+// createPayment serves createPayment for pay-base-v2: the status and the
+// gateway page of the created payment ("" when refused).
+func (s *Service) createPayment(ctx context.Context, in *PaymentCommand) (*PaymentStatus, string, error) {
+	st, c, err := serveCall(ctx, s, createPaymentRow, in)
+	if err != nil || st.Result != CallCompleted {
+		return st, "", err
+	}
+	gw := c.rec.Reply
 	switch {
-	case in.Invalid != "":
-		desc = in.Invalid
-	case s.merchantOf(&ref) != nil:
-		desc = s.merchantOf(&ref).desc
-	case !Verify(ref.M.SecureKey, in.EncryptedSignature, CreateBuyerFields(formatOptInt(in.EshopGoID), in.BuyerUsername, deref(in.BuyerEmail))...):
-		desc = "invalid encryptedSignature of buyerCreate: it does not verify with the e-shop's secure key (eshopGoId|buyerUsername|buyerEmail); " + desc
+	case c.fresh != nil:
+		gw = c.fresh.GwURL
+	case c.replay != nil && c.replay.p != nil && c.replay.p.GwURL != "":
+		gw = c.replay.p.GwURL
 	}
-	s.logFor(ctx).Info("request refused", zap.String("op", "createBuyer"), zap.String("reason", strings.ToValidUTF8(desc, "?")))
-	return &BuyerCreateResult{BuyerEmail: in.BuyerEmail, EshopGoID: in.EshopGoID, Result: Failed, ResultDescription: &desc}, nil
+	return st, gw, nil
 }
 
-// validUTF8 makes values safe to log.
-func validUTF8(vs []string) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = strings.ToValidUTF8(v, "?")
+// createRecurrentPaymentRow: a child payment of a recurring parent,
+// charged at once (ON_DEMAND).
+var createRecurrentPaymentRow = &row[RecurrenceRequest, *PaymentStatus]{
+	name: "createRecurrentPayment",
+	auth: func(in *RecurrenceRequest) auth {
+		const part = "recurrenceRequest"
+		if in == nil {
+			return auth{part: part, invalid: "missing " + part}
+		}
+		return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID,
+			need: []need{{part + ".parentPaymentSessionId", in.ParentPaymentSessionID != nil}},
+			sig:  in.EncryptedSignature,
+			signed: [][]string{RecurrenceRequestFields(formatOptInt(in.ParentPaymentSessionID),
+				formatOptInt(in.TargetGoID), in.OrderNumber, formatOptInt(in.TotalPrice))},
+		}
+	},
+	check: func(_ *call, in *RecurrenceRequest) *refusal {
+		switch {
+		case in.TotalPrice == nil || *in.TotalPrice <= 0:
+			return refuse("recurrenceRequest.totalPrice must be a positive amount in minor units")
+		case trim(in.OrderNumber) == "":
+			return refuse("missing recurrenceRequest.orderNumber")
+		}
+		return nil
+	},
+	money: func(_ context.Context, c *call, in *RecurrenceRequest) (*money, *refusal) {
+		return c.s.recurrencePolicy(c, in), nil
+	},
+	reply: func(ctx context.Context, c *call, _ *RecurrenceRequest) (*PaymentStatus, error) {
+		if c.fresh != nil {
+			return statusFromPayment(c.fresh, c.m, c.freshProduct), nil
+		}
+		return c.replayStatus(ctx)
+	},
+	fail: failStatus[RecurrenceRequest],
+	sign: signStatus,
+}
+
+// recurrencePolicy is the ledger policy of createRecurrentPayment. The
+// gateway lists no children of a parent, so a child whose reply was lost
+// cannot be found: the call stays in doubt and a repeat answers "outcome
+// unknown" instead of charging again.
+func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
+	m, parentID := c.m, *rr.ParentPaymentSessionID
+	return &money{
+		payment: parentID,
+		act: func(ctx context.Context) (store.CallRecord, error) {
+			// The child inherits currency and productName from the parent:
+			// from the bridge's session, else (a parent not created here)
+			// the currency from the gateway's status, and no productName.
+			parent, found, err := s.sessionOf(ctx, parentID, 0)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			if !found {
+				p, err := s.gw.PaymentStatus(ctx, m.Credentials(), parentID)
+				if err != nil {
+					return store.CallRecord{}, err
+				}
+				parent = store.Session{PaymentID: parentID, GoID: m.GoID, Currency: p.Currency}
+			}
+			itemName := parent.ProductName
+			if trim(itemName) == "" {
+				itemName = "order " + trim(rr.OrderNumber)
+			}
+			req := &restbackend.RecurrenceRequest{
+				Amount:           *rr.TotalPrice,
+				Currency:         parent.Currency,
+				OrderNumber:      trim(rr.OrderNumber),
+				OrderDescription: trim(parent.ProductName),
+				Items:            []restbackend.Item{{Type: "ITEM", Name: trim(itemName), Amount: *rr.TotalPrice, Count: 1}},
+			}
+			child, err := s.gw.CreateRecurrence(ctx, m.Credentials(), parentID, req)
+			if err != nil {
+				return store.CallRecord{}, err
+			}
+			if child.ParentID == 0 {
+				child.ParentID = parentID
+			}
+			// The child may already be charged: unlike createPayment, a
+			// failed session write must not turn into a failure the e-shop
+			// might retry (and charge twice). Status replies fall back to
+			// the parent's session.
+			sess := store.Session{
+				PaymentID: child.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
+				OrderNumber: child.OrderNumber, Amount: child.Amount, Currency: child.Currency,
+				SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
+			}
+			if err := s.store.SaveSession(ctx, sess); err != nil {
+				c.log.Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
+					zap.Int64("payment", child.ID), zap.Int64("parent", parentID), zap.Error(err))
+			}
+			c.log.Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
+			c.fresh = child
+			if found {
+				c.freshProduct = &parent.ProductName
+			}
+			return store.CallRecord{PaymentID: child.ID, Result: CallCompleted}, nil
+		},
 	}
-	return out
+}
+
+// CreateRecurrentPayment serves createRecurrentPayment.
+func (s *Service) CreateRecurrentPayment(ctx context.Context, in *RecurrenceRequest) (*PaymentStatus, error) {
+	return serve(ctx, s, createRecurrentPaymentRow, in)
+}
+
+// createBuyerNotSupported is every createBuyer's answer.
+const createBuyerNotSupported = "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
+
+// createBuyerRow: createBuyer cannot be served, the REST interface has no
+// buyer accounts. The request's signature is still checked with the Java
+// 2.4 library's scheme (the only one published) so that the e-shop learns
+// of a wrong key. No scheme is published for the reply: it is unsigned.
+var createBuyerRow = &row[BuyerCreate, *BuyerCreateResult]{
+	name: "createBuyer",
+	auth: func(in *BuyerCreate) auth {
+		const part = "buyerCreate"
+		if in == nil {
+			return auth{part: part, invalid: "missing " + part}
+		}
+		return auth{part: part, invalid: in.Invalid, goid: in.EshopGoID, sig: in.EncryptedSignature,
+			signed: [][]string{CreateBuyerFields(formatOptInt(in.EshopGoID), in.BuyerUsername, deref(in.BuyerEmail))}}
+	},
+	reply: func(context.Context, *call, *BuyerCreate) (*BuyerCreateResult, error) {
+		return nil, refuse(createBuyerNotSupported)
+	},
+	fail: func(c *call, in *BuyerCreate, r *refusal) *BuyerCreateResult {
+		desc := r.desc
+		if r.badSig {
+			desc = "invalid encryptedSignature of buyerCreate: it does not verify with the e-shop's secure key (eshopGoId|buyerUsername|buyerEmail); " +
+				createBuyerNotSupported
+		}
+		res := &BuyerCreateResult{EshopGoID: c.goid, Result: Failed, ResultDescription: &desc}
+		if in != nil {
+			res.BuyerEmail = in.BuyerEmail
+		}
+		return res
+	},
+}
+
+// CreateBuyer serves createBuyer.
+func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
+	return serve(ctx, s, createBuyerRow, in)
 }

@@ -36,7 +36,7 @@ func (s *Service) FlowMerchant(name, raw string) (Merchant, error) {
 	if err != nil {
 		return Merchant{}, err
 	}
-	m, ok := s.merchants[goid]
+	m, ok := s.merchant(goid)
 	if !ok {
 		return Merchant{}, &UnknownMerchantError{GoID: goid}
 	}
@@ -74,7 +74,7 @@ func (s *Service) paymentOf(ctx context.Context, m Merchant, id int64) (*restbac
 // PayFull is pay-full-v2: the gateway page of payment id of m, whose
 // paymentSession signature is sig.
 func (s *Service) PayFull(ctx context.Context, m Merchant, id int64, sig string) (string, error) {
-	if !Verify(m.SecureKey, sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id))...) {
+	if _, ok := m.verify(sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id))); !ok {
 		return "", ErrBadSignature
 	}
 	p, err := s.paymentOf(ctx, m, id)
@@ -103,7 +103,7 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 	}
 	// Checked here too (createPayment checks it again) so that a forged
 	// form is told apart from a malformed one.
-	if _, ok := c.verify(m.SecureKey); !ok {
+	if _, ok := m.verify(c.EncryptedSignature, c.signedFields()...); !ok {
 		return "", ErrBadSignature
 	}
 	// Detached from the browser's connection like a SOAP call: a customer

@@ -116,7 +116,7 @@ func TestGatewayErrorClassification(t *testing.T) {
 }
 
 func TestCreatePaymentValidation(t *testing.T) {
-	s, err := New(unitConfig())
+	s, err := New(unitConfig(t))
 	require.NoError(t, err)
 	base := func() *PaymentCommand {
 		return &PaymentCommand{TotalPrice: ptr(int64(100)), Currency: "CZK", OrderNumber: "1", ProductName: "x",
@@ -141,13 +141,13 @@ func TestCreatePaymentValidation(t *testing.T) {
 	for name, tc := range cases {
 		c := base()
 		tc.edit(c)
-		_, r := s.paymentRequest(context.Background(), c, s.merchants[testGoID], "tok")
+		_, r := s.paymentRequest(context.Background(), c, s.merchants.Load().byGoID[testGoID], "tok")
 		require.NotNil(t, r, name)
 		assert.Contains(t, r.desc, tc.want, name)
 	}
 	c := base()
 	c.RecurrentPayment, c.RecurrenceCycle, c.RecurrencePeriod = ptr(true), "month", ptr(int64(1))
-	req, r := s.paymentRequest(context.Background(), c, s.merchants[testGoID], "tok")
+	req, r := s.paymentRequest(context.Background(), c, s.merchants.Load().byGoID[testGoID], "tok")
 	require.Nil(t, r)
 	assert.Equal(t, &restbackend.Recurrence{RecurrenceCycle: "MONTH", RecurrencePeriod: 1}, req.Recurrence)
 	assert.Nil(t, req.Payer, "no channels and no customer: no payer")

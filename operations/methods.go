@@ -27,13 +27,6 @@ type methodCache struct {
 	err     error
 }
 
-// PaymentMethodList serves paymentMethodList: the methods of the default
-// merchant. A refusal of the gateway cannot be told in a bare array: every
-// failure is a ServerError.
-func (s *Service) PaymentMethodList(ctx context.Context) ([]PaymentMethod, error) {
-	return s.methodList(ctx)
-}
-
 // methodList returns the cached list or loads it. A refusal of the gateway
 // cannot be told in a bare array: every failure is a Server fault here.
 func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
@@ -77,7 +70,7 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 }
 
 func (s *Service) loadMethods(ctx context.Context) ([]PaymentMethod, error) {
-	m := s.merchants[s.defaultGoID]
+	m := s.defaultMerchant()
 	list, err := s.gw.PaymentInstruments(ctx, m.Credentials(), m.GoID, m.Currency)
 	if err != nil {
 		var r *refusal

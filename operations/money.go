@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,36 +36,45 @@ func notAttempted() *ServerError {
 	return serverError("not attempted: too little time was left before the call deadline to reach the payment gateway; nothing was done, the call may be retried")
 }
 
-// CallDeadline is the deadline the adapters give each legacy call.
+// CallDeadline is the deadline of each legacy call.
 func (s *Service) CallDeadline() time.Duration { return s.callDeadline }
 
-// bound gives ctx the call deadline unless it already ends sooner: the
-// core's entry points that move money apply it themselves, so that a
-// caller that detached ctx (context.WithoutCancel drops the deadline) is
-// still bounded.
+// CallContext is the context a legacy call runs under: detached from the
+// client's connection (a client that hangs up must not cut a gateway call
+// short: a POST aborted midway has an unknown outcome, and the session
+// write after it must still happen) and bounded by the call deadline. The
+// adapters take it where the call starts (the SOAP adapter before it reads
+// the body, so the deadline bounds the upload too); the pipeline applies
+// the deadline again (bound), which only ever shortens it.
+func (s *Service) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.callDeadline)
+}
+
+// bound gives ctx the call deadline unless it already ends sooner, so that
+// a caller that detached ctx without CallContext is still bounded.
 func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.callDeadline)
 }
 
-// moneyCall is one money-moving call run under the ledger (see once).
-type moneyCall struct {
-	op     string // ledger operation
-	m      Merchant
-	id     int64  // the payment acted on (parent for a recurrence, 0 for a create)
-	signed string // what the request's signature verified (SignedDigest): the ledger key
+// money is the ledger policy of a money-moving call (see once).
+type money struct {
+	// op names the call in the ledger when the row's name does not (the
+	// two refundPayment forms are kept apart).
+	op string
+	// payment is the payment acted on, for the log (the parent of a
+	// recurrence; 0 for a create).
+	payment int64
 	// act performs the call. nil error: done. A *refusal or *ServerError:
 	// the bridge decided before any POST (not done). Any other error is the
-	// REST client's, sorted by restbackend.OutcomeOf. An act whose
-	// reconciliation needs a baseline records it with setBaseline before
-	// its POST.
+	// REST client's, sorted by restbackend.OutcomeOf.
 	act func(ctx context.Context) (store.CallRecord, error)
 	// reconcile reads the gateway after an unknown outcome and tells what
-	// happened; it may use baseline. nil: nothing can be read.
+	// happened; nil: nothing can be read.
 	reconcile func(ctx context.Context) (store.CallRecord, restbackend.Outcome)
-	baseline  string
-	// needsBaseline: act always persists a baseline before its POST, so an
-	// entry without one never reached the gateway.
-	needsBaseline bool
+	// refund: act runs under the payment's refund lock and records a
+	// baseline (call.setBaseline) before its POST, so an entry without one
+	// never reached the gateway.
+	refund bool
 	// doubtWindow, when set, releases an unsettled entry that old for a
 	// new call: for a create, which moves no money, so that a lost reply
 	// does not block the e-shop's order for the whole replay window.
@@ -73,12 +82,16 @@ type moneyCall struct {
 	// replayable tells whether a done record may still be replayed
 	// (nil: always). false releases the entry and the call acts again.
 	replayable func(ctx context.Context, rec store.CallRecord) bool
-
-	setBaseline func(ctx context.Context, b string) error // set by once
+	// unknown is the answer while the outcome stays unknown
+	// (errOutcomeUnknown when nil).
+	unknown *ServerError
 }
 
-// baselineMark precedes the baseline in the note of a ledger entry.
-const baselineMark = " baseline="
+// held is a ledger entry a call holds.
+type held struct {
+	key   store.CallKey
+	claim string
+}
 
 // pendingStale is how long past the call deadline a pending entry is taken
 // for a call whose process died: then a repeat reconciles it. It is also
@@ -100,148 +113,179 @@ const ledgerTimeout = 5 * time.Second
 // payment. The unconfirmed one was never shown to a customer and lapses.
 const createDoubtWindow = 5 * time.Minute
 
-// once runs c at most once per ledger key within the merchant's replay
-// window. A repeat of a done call gets its record without reaching the
-// gateway; a repeat of an in-doubt call (or one whose process died)
-// reconciles, whatever its age; a repeat while the first is under way is
-// refused. The error is a *refusal or a *ServerError.
-func (s *Service) once(ctx context.Context, c *moneyCall) (store.CallRecord, error) {
-	key := store.CallKey{GoID: c.m.GoID, Operation: c.op, Hash: store.RequestHash(c.op, c.signed)}
-	log := s.logFor(ctx).WithLazy(zap.String("op", c.op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", c.id))
+// once runs pol for c at most once per signed request within the
+// merchant's replay window. A repeat of a done call gets its record without
+// reaching the gateway; a repeat of an in-doubt call (or one whose process
+// died) reconciles, whatever its age; a repeat while the first is under way
+// is refused. The error is a *refusal or a *ServerError.
+func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallRecord, error) {
+	op := pol.op
+	if op == "" {
+		op = c.op
+	}
+	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.digest)}
+	acted := pol.payment
+	if acted == 0 && c.payment != nil {
+		acted = *c.payment
+	}
+	log := c.log.WithLazy(zap.String("op", op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", acted))
+	unknown := pol.unknown
+	if unknown == nil {
+		unknown = errOutcomeUnknown
+	}
 	for range 3 {
-		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), c.m.ReplayWindow)
+		entry, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), c.m.ReplayWindow)
 		if err != nil {
 			log.Error("ledger claim failed; the call is not attempted", zap.Error(err))
 			return store.CallRecord{}, serverError("session store unavailable")
 		}
+		h := &held{key: key, claim: entry.Claim}
 		if claimed {
-			return s.act(ctx, log, key, call.Claim, c)
+			c.ledger = h
+			return s.act(ctx, c, log, pol, unknown)
 		}
-		switch call.State {
+		switch entry.State {
 		case store.CallDone:
-			if c.replayable != nil && !c.replayable(ctx, call.CallRecord) {
-				log.Info("recorded call no longer replayable; acting again", zap.Int64("result_payment", call.PaymentID))
+			if pol.replayable != nil && !pol.replayable(ctx, entry.CallRecord) {
+				log.Info("recorded call no longer replayable; acting again", zap.Int64("result_payment", entry.PaymentID))
 				lctx, cancel := s.ledgerContext(ctx)
-				s.finish(log, "released", s.ledger.ReleaseCall(lctx, key, call.Claim))
+				s.finish(log, "released", s.ledger.ReleaseCall(lctx, key, entry.Claim))
 				cancel()
 				continue
 			}
-			log.Info("repeated call answered from the ledger", zap.Int64("result_payment", call.PaymentID), zap.String("result", call.Result))
-			return call.CallRecord, nil
+			log.Info("repeated call answered from the ledger", zap.Int64("result_payment", entry.PaymentID), zap.String("result", entry.Result))
+			return entry.CallRecord, nil
 		case store.CallPending:
-			if s.now().Sub(call.UpdatedAt) < s.callDeadline+pendingStale {
+			if s.now().Sub(entry.UpdatedAt) < s.callDeadline+pendingStale {
 				log.Info("repeated call refused: the first is in progress")
 				return store.CallRecord{}, errInProgress
 			}
 			log.Warn("pending ledger entry outlived its call; reconciling")
 		}
-		if c.doubtWindow > 0 && s.now().Sub(call.UpdatedAt) >= c.doubtWindow {
+		if pol.doubtWindow > 0 && s.now().Sub(entry.UpdatedAt) >= pol.doubtWindow {
 			log.Info("unsettled entry released after its doubt window: the call moves no money")
-			s.notDone(ctx, log, key, call.Claim)
+			s.notDone(ctx, log, h)
 			continue
 		}
-		i := strings.LastIndex(call.Note, baselineMark)
-		if i >= 0 {
-			c.baseline = call.Note[i+len(baselineMark):]
-		}
+		c.baseline = entry.Baseline
 		var rec store.CallRecord
 		out := restbackend.OutcomeUnknown
-		if c.needsBaseline && i < 0 && call.State == store.CallPending {
+		if pol.refund && entry.Baseline == nil && entry.State == store.CallPending {
 			// The baseline precedes the POST: without one, none was sent.
 			out = restbackend.OutcomeNotDone
 		} else {
-			rec, out = s.reconcile(ctx, c)
+			rec, out = s.reconcile(ctx, pol)
 		}
 		switch out {
 		case restbackend.OutcomeDone:
 			log.Info("in-doubt call reconciled: the gateway acted", zap.String("result", rec.Result))
-			s.done(ctx, log, key, call.Claim, rec)
+			s.done(ctx, log, h, rec)
 			return rec, nil
 		case restbackend.OutcomeNotDone:
 			log.Info("in-doubt call reconciled: the gateway did not act; acting now")
-			s.notDone(ctx, log, key, call.Claim)
+			s.notDone(ctx, log, h)
 			continue
 		}
 		log.Warn("repeated call still in doubt")
-		return store.CallRecord{}, errOutcomeUnknown
+		return store.CallRecord{}, unknown
 	}
 	return store.CallRecord{}, errInProgress
 }
 
-// act performs a claimed call and records its outcome.
-func (s *Service) act(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, c *moneyCall) (rec store.CallRecord, err error) {
-	c.setBaseline = func(ctx context.Context, b string) error {
-		lctx, cancel := s.ledgerContext(ctx)
-		defer cancel()
-		if err := s.ledger.SetNote(lctx, key, claim, "before the gateway call"+baselineMark+b, s.now()); err != nil {
-			log.Error("baseline not recorded; the call is not attempted", zap.Error(err))
-			return serverError("session store unavailable")
-		}
-		c.baseline = b
-		return nil
+// setBaseline records a refund's baseline on the entry c holds, before
+// the refund's POST; without it the POST must not be sent.
+func (c *call) setBaseline(ctx context.Context, b store.RefundBaseline) error {
+	lctx, cancel := c.s.ledgerContext(ctx)
+	defer cancel()
+	if err := c.s.ledger.SetBaseline(lctx, c.ledger.key, c.ledger.claim, b, c.s.now()); err != nil {
+		c.log.Error("baseline not recorded; the call is not attempted", zap.Error(err))
+		return serverError("session store unavailable")
 	}
+	c.baseline = &b
+	return nil
+}
+
+// act performs a claimed call and records its outcome.
+func (s *Service) act(ctx context.Context, c *call, log *zap.Logger, pol *money, unknown *ServerError) (rec store.CallRecord, err error) {
+	h := c.ledger
 	defer func() {
 		// A panic may come after the POST: the entry stays in doubt (not
 		// pending until it goes stale) and a repeat reconciles.
 		if p := recover(); p != nil {
-			s.inDoubt(ctx, log, key, claim, c, fmt.Sprint("panic: ", p))
+			s.inDoubt(ctx, log, h, fmt.Sprint("panic: ", p))
 			panic(p)
 		}
 	}()
-	rec, err = c.act(ctx)
+	if pol.refund {
+		unlock, err := s.lockRefunds(ctx, c.m, acted(c, pol))
+		if err != nil {
+			s.notDone(ctx, log, h)
+			return store.CallRecord{}, err
+		}
+		defer unlock()
+	}
+	rec, err = pol.act(ctx)
 	if err == nil {
-		s.settle(ctx, log, key, claim, rec)
+		s.settle(ctx, log, h, rec)
 		return rec, nil
 	}
 	var r *refusal
 	var se *ServerError
 	if errors.As(err, &r) || errors.As(err, &se) {
-		s.notDone(ctx, log, key, claim)
+		s.notDone(ctx, log, h)
 		return store.CallRecord{}, err
 	}
 	if restbackend.OutcomeOf(err) == restbackend.OutcomeNotDone {
-		s.notDone(ctx, log, key, claim)
+		s.notDone(ctx, log, h)
 		var ns *restbackend.NotStartedError
 		if errors.As(err, &ns) {
 			log.Warn("gateway call not attempted: too little time left", zap.Error(err))
 			return store.CallRecord{}, notAttempted()
 		}
-		return store.CallRecord{}, s.gatewayFailed(ctx, c.op, c.m.GoID, c.id, err)
+		return store.CallRecord{}, s.gatewayFailed(ctx, h.key.Operation, c.m.GoID, acted(c, pol), err)
 	}
 	// Unknown: sent without a usable reply, or an error that is not the
 	// REST client's (taken as unknown, never as not done).
 	log.Warn("gateway call sent, no usable reply: reconciling", zap.Error(err))
-	rec, out := s.reconcile(ctx, c)
+	rec, out := s.reconcile(ctx, pol)
 	switch out {
 	case restbackend.OutcomeDone:
 		log.Info("reconciled: the gateway acted", zap.String("result", rec.Result))
-		s.settle(ctx, log, key, claim, rec)
+		s.settle(ctx, log, h, rec)
 		return rec, nil
 	case restbackend.OutcomeNotDone:
 		log.Info("reconciled: the gateway did not act")
-		s.notDone(ctx, log, key, claim)
+		s.notDone(ctx, log, h)
 		return store.CallRecord{}, errNotDone
 	}
 	log.Warn("outcome unknown; the call stays in doubt")
-	s.inDoubt(ctx, log, key, claim, c, "no usable reply: "+err.Error())
-	return store.CallRecord{}, errOutcomeUnknown
+	s.inDoubt(ctx, log, h, "no usable reply: "+err.Error())
+	return store.CallRecord{}, unknown
 }
 
-// reconcile runs c's reconciliation on a context of its own when the
+// acted is the payment a money call acts on (0 for a create).
+func acted(c *call, pol *money) int64 {
+	if pol.payment != 0 || c.payment == nil {
+		return pol.payment
+	}
+	return *c.payment
+}
+
+// reconcile runs pol's reconciliation on a context of its own when the
 // call's has too little left: a POST that timed out near the deadline
 // would leave none, and the status or history read is what tells the
 // e-shop what happened.
-func (s *Service) reconcile(ctx context.Context, c *moneyCall) (store.CallRecord, restbackend.Outcome) {
-	if c.reconcile == nil {
+func (s *Service) reconcile(ctx context.Context, pol *money) (store.CallRecord, restbackend.Outcome) {
+	if pol.reconcile == nil {
 		return store.CallRecord{}, restbackend.OutcomeUnknown
 	}
 	reserve := s.gw.Timeout()
 	if dl, ok := ctx.Deadline(); ctx.Err() == nil && (!ok || time.Until(dl) >= reserve) {
-		return c.reconcile(ctx)
+		return pol.reconcile(ctx)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserve)
 	defer cancel()
-	return c.reconcile(rctx)
+	return pol.reconcile(rctx)
 }
 
 func (s *Service) ledgerContext(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -250,34 +294,30 @@ func (s *Service) ledgerContext(ctx context.Context) (context.Context, context.C
 
 // settle records a known result: a success as done (replayed to repeats),
 // a FAILED one released, so that a legitimate retry may act.
-func (s *Service) settle(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, rec store.CallRecord) {
+func (s *Service) settle(ctx context.Context, log *zap.Logger, h *held, rec store.CallRecord) {
 	if rec.Result == Failed {
-		s.notDone(ctx, log, key, claim)
+		s.notDone(ctx, log, h)
 		return
 	}
-	s.done(ctx, log, key, claim, rec)
+	s.done(ctx, log, h, rec)
 }
 
-func (s *Service) done(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, rec store.CallRecord) {
+func (s *Service) done(ctx context.Context, log *zap.Logger, h *held, rec store.CallRecord) {
 	lctx, cancel := s.ledgerContext(ctx)
 	defer cancel()
-	s.finish(log, "done", s.ledger.CallDone(lctx, key, claim, rec, s.now()))
+	s.finish(log, "done", s.ledger.CallDone(lctx, h.key, h.claim, rec, s.now()))
 }
 
-func (s *Service) notDone(ctx context.Context, log *zap.Logger, key store.CallKey, claim string) {
+func (s *Service) notDone(ctx context.Context, log *zap.Logger, h *held) {
 	lctx, cancel := s.ledgerContext(ctx)
 	defer cancel()
-	s.finish(log, "not done", s.ledger.CallNotDone(lctx, key, claim))
+	s.finish(log, "not done", s.ledger.CallNotDone(lctx, h.key, h.claim))
 }
 
-func (s *Service) inDoubt(ctx context.Context, log *zap.Logger, key store.CallKey, claim string, c *moneyCall, why string) {
-	note := clipNote(why, 200)
-	if c.baseline != "" {
-		note += baselineMark + c.baseline
-	}
+func (s *Service) inDoubt(ctx context.Context, log *zap.Logger, h *held, why string) {
 	lctx, cancel := s.ledgerContext(ctx)
 	defer cancel()
-	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, key, claim, note, s.now()))
+	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, h.key, h.claim, clipNote(why, 200), s.now()))
 }
 
 // finish logs a ledger update that failed: the answer stands (it says what
@@ -347,35 +387,28 @@ func stateIn(states ...string) func(p *restbackend.Payment) bool {
 // refunds of that amount already in the history, in any state. Counting
 // them instead would take another refund of the same amount for this one,
 // and a refund that failed since for one that did not happen.
-func refundBaselineOf(hist []restbackend.Refund, amount int64) string {
-	ids := make([]string, 0, len(hist))
+func refundBaselineOf(hist []restbackend.Refund, amount int64) store.RefundBaseline {
+	b := store.RefundBaseline{Amount: amount, RefundIDs: []int64{}}
 	for _, r := range hist {
 		if r.Amount == amount {
-			ids = append(ids, strconv.FormatInt(r.ID, 10))
+			b.RefundIDs = append(b.RefundIDs, r.ID)
 		}
 	}
-	return fmt.Sprintf("ids:%d:%s", amount, strings.Join(ids, ","))
+	return b
 }
 
-// refundOutcome tells from the history whether the refund of baseline
+// refundOutcome tells from the history whether the refund of baseline b
 // happened: done when exactly one new refund of its amount appeared, not
 // done when none did, unknown when more did (refunds of one payment are
 // serialised by lockRefunds, but the gateway may still be finishing an
-// earlier one) or the baseline is not readable.
-func refundOutcome(baseline string, hist []restbackend.Refund) (string, restbackend.Outcome) {
-	rest, ok := strings.CutPrefix(baseline, "ids:")
-	amountText, idsText, ok2 := strings.Cut(rest, ":")
-	amount, err := strconv.ParseInt(amountText, 10, 64)
-	if !ok || !ok2 || err != nil {
+// earlier one) or there is no baseline.
+func refundOutcome(b *store.RefundBaseline, hist []restbackend.Refund) (string, restbackend.Outcome) {
+	if b == nil || b.Amount <= 0 {
 		return "", restbackend.OutcomeUnknown
-	}
-	seen := map[string]bool{}
-	for _, id := range strings.Split(idsText, ",") {
-		seen[id] = true
 	}
 	var fresh []restbackend.Refund
 	for _, r := range hist {
-		if r.Amount == amount && !seen[strconv.FormatInt(r.ID, 10)] {
+		if r.Amount == b.Amount && !slices.Contains(b.RefundIDs, r.ID) {
 			fresh = append(fresh, r)
 		}
 	}
@@ -394,22 +427,13 @@ func refundOutcome(baseline string, hist []restbackend.Refund) (string, restback
 	return restbackend.ResultAccepted, restbackend.OutcomeDone // under way: its money is committed
 }
 
-// refundBaseline reads the refund history of id before a refund of amount
-// and returns its baseline (refundBaselineOf).
-func (s *Service) refundBaseline(ctx context.Context, m Merchant, id, amount int64) (string, error) {
-	hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
-	if err != nil {
-		return "", err
-	}
-	return refundBaselineOf(hist, amount), nil
-}
-
-// refundCheck reconciles a refund by c.baseline (refundOutcome).
-func (s *Service) refundCheck(m Merchant, id int64, c *moneyCall) func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
+// refundCheck reconciles the refund of c by its baseline (refundOutcome).
+func refundCheck(c *call) func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
+	m, id := c.m, *c.payment
 	return func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
-		hist, err := s.gw.RefundHistory(ctx, m.Credentials(), id)
+		hist, err := c.s.gw.RefundHistory(ctx, m.Credentials(), id)
 		if err != nil {
-			s.logFor(ctx).Warn("reconciliation: refund history not readable", zap.Int64("payment", id), zap.Error(err))
+			c.log.Warn("reconciliation: refund history not readable", zap.Int64("payment", id), zap.Error(err))
 			return store.CallRecord{}, restbackend.OutcomeUnknown
 		}
 		res, out := refundOutcome(c.baseline, hist)
@@ -420,34 +444,19 @@ func (s *Service) refundCheck(m Merchant, id int64, c *moneyCall) func(ctx conte
 	}
 }
 
-// refundLock is the ledger operation of the per-payment refund lock.
-const refundLock = "refund-lock"
-
 // lockRefunds serialises the refunds of payment id across processes, so
 // that a refund's reconciliation sees no other refund appear beside it.
-// The lock is a pending ledger entry; one left by a dead process is taken
-// over once it outlived a call.
+// The lock is the store's (an advisory lock on PostgreSQL): one whose
+// holder died ends with it.
 func (s *Service) lockRefunds(ctx context.Context, m Merchant, id int64) (unlock func(), err error) {
-	key := store.CallKey{GoID: m.GoID, Operation: refundLock, Hash: strconv.FormatInt(id, 10)}
-	for range 2 {
-		call, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), MinReplayWindow(s.callDeadline))
-		if err != nil {
-			s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
-			return nil, serverError("session store unavailable")
-		}
-		if claimed {
-			return func() {
-				lctx, cancel := s.ledgerContext(ctx)
-				defer cancel()
-				if err := s.ledger.CallNotDone(lctx, key, call.Claim); err != nil {
-					s.logFor(ctx).Error("refund lock not released", zap.Int64("payment", id), zap.Error(err))
-				}
-			}, nil
-		}
-		if s.now().Sub(call.CreatedAt) < s.callDeadline+pendingStale {
-			break
-		}
-		_ = s.ledger.CallNotDone(ctx, key, call.Claim) // stale: its holder died
+	name := "refund/" + FormatInt(m.GoID) + "/" + FormatInt(id)
+	unlock, ok, err := s.ledger.TryLock(ctx, name, MinReplayWindow(s.callDeadline))
+	if err != nil {
+		s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
+		return nil, serverError("session store unavailable")
 	}
-	return nil, serverError("another refund of this payment is in progress: nothing was done, retry when it has finished")
+	if !ok {
+		return nil, serverError("another refund of this payment is in progress: nothing was done, retry when it has finished")
+	}
+	return unlock, nil
 }

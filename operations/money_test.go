@@ -3,7 +3,6 @@ package operations
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,104 +14,6 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// fakeLedger is store.Ledger in memory with the SQL store's rules (fencing
-// claims, only a done entry past the window replaced). Like a database
-// driver, it refuses work on a context that has ended.
-type fakeLedger struct {
-	mu        sync.Mutex
-	calls     map[store.CallKey]store.Call
-	failClaim error
-	n         int
-}
-
-func newFakeLedger() *fakeLedger { return &fakeLedger{calls: map[store.CallKey]store.Call{}} }
-
-func (l *fakeLedger) ClaimCall(ctx context.Context, key store.CallKey, now time.Time, window time.Duration) (store.Call, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return store.Call{}, false, err
-	}
-	if l.failClaim != nil {
-		return store.Call{}, false, l.failClaim
-	}
-	if c, ok := l.calls[key]; ok && !(c.State == store.CallDone && c.CreatedAt.Before(now.Add(-window))) {
-		return c, false, nil
-	}
-	l.n++
-	c := store.Call{Key: key, State: store.CallPending, Claim: strings.Repeat("c", l.n), CreatedAt: now, UpdatedAt: now}
-	l.calls[key] = c
-	return c, true, nil
-}
-
-func (l *fakeLedger) update(ctx context.Context, key store.CallKey, claim string, states []store.CallState, f func(*store.Call)) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c, ok := l.calls[key]
-	if !ok || c.Claim != claim {
-		return store.ErrNotClaimed
-	}
-	for _, st := range states {
-		if c.State == st {
-			f(&c)
-			l.calls[key] = c
-			return nil
-		}
-	}
-	return store.ErrNotClaimed
-}
-
-func (l *fakeLedger) SetNote(ctx context.Context, key store.CallKey, claim, note string, now time.Time) error {
-	return l.update(ctx, key, claim, []store.CallState{store.CallPending}, func(c *store.Call) { c.Note, c.UpdatedAt = note, now })
-}
-
-func (l *fakeLedger) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) error {
-	return l.update(ctx, key, claim, []store.CallState{store.CallPending, store.CallInDoubt}, func(c *store.Call) {
-		c.State, c.CallRecord, c.Note, c.UpdatedAt = store.CallDone, rec, "", now
-	})
-}
-
-func (l *fakeLedger) CallInDoubt(ctx context.Context, key store.CallKey, claim, note string, now time.Time) error {
-	return l.update(ctx, key, claim, []store.CallState{store.CallPending}, func(c *store.Call) {
-		c.State, c.Note, c.UpdatedAt = store.CallInDoubt, note, now
-	})
-}
-
-func (l *fakeLedger) CallNotDone(ctx context.Context, key store.CallKey, claim string) error {
-	err := l.update(ctx, key, claim, []store.CallState{store.CallPending, store.CallInDoubt}, func(c *store.Call) {})
-	if err == nil {
-		l.mu.Lock()
-		delete(l.calls, key)
-		l.mu.Unlock()
-	}
-	return err
-}
-
-func (l *fakeLedger) ReleaseCall(ctx context.Context, key store.CallKey, claim string) error {
-	err := l.update(ctx, key, claim, []store.CallState{store.CallDone}, func(c *store.Call) {})
-	if err == nil {
-		l.mu.Lock()
-		delete(l.calls, key)
-		l.mu.Unlock()
-	}
-	return err
-}
-
-// only returns the single entry of the ledger.
-func (l *fakeLedger) only(t *testing.T) (store.Call, bool) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	require.LessOrEqual(t, len(l.calls), 1)
-	for _, c := range l.calls {
-		return c, true
-	}
-	return store.Call{}, false
-}
-
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -121,14 +22,54 @@ type fakeClock struct {
 func (c *fakeClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func onceService(t *testing.T) (*Service, *fakeLedger, *fakeClock) {
+// onceService is a Service on an in-memory SQLite store (the store's own
+// ledger, not a double) with a clock the test moves.
+func onceService(t *testing.T) (*Service, *ledgerView, *fakeClock) {
 	t.Helper()
-	l, clk := newFakeLedger(), &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
-	cfg := unitConfig()
-	cfg.Ledger, cfg.Now = l, clk.now
+	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	st := memStore(t)
+	cfg := unitConfig(t)
+	cfg.Store, cfg.Now = st, clk.now
 	s, err := New(cfg)
 	require.NoError(t, err)
-	return s, l, clk
+	return s, &ledgerView{t: t, st: st, clk: clk}, clk
+}
+
+// memStore is a private in-memory SQLite store.
+func memStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), ":memory:")
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// ledgerView looks at the entry of a key in the store's ledger.
+type ledgerView struct {
+	t   *testing.T
+	st  store.Store
+	clk *fakeClock
+}
+
+// entry is the entry of the call named by op and digest, if any.
+func (l *ledgerView) entry(op, digest string) (store.Call, bool) {
+	l.t.Helper()
+	key := store.CallKey{GoID: testGoID, Operation: op, Hash: store.RequestHash(op, digest)}
+	c, claimed, err := l.st.ClaimCall(context.Background(), key, l.clk.now(), 100*365*24*time.Hour)
+	require.NoError(l.t, err)
+	if claimed { // there was none: take the probe back
+		require.NoError(l.t, l.st.CallNotDone(context.Background(), key, c.Claim))
+		return store.Call{}, false
+	}
+	return c, true
+}
+
+// testCall is a call of op on payment 7 as the pipeline hands it to once,
+// authenticated with digest.
+func testCall(s *Service, op, digest string) *call {
+	m, _ := s.merchant(testGoID)
+	return &call{s: s, op: op, m: m, known: true, v: verified{key: m.SecureKey, digest: digest},
+		payment: ptr(int64(7)), log: s.log}
 }
 
 // refundLike is a call that records a baseline, then POSTs; post says what
@@ -139,36 +80,45 @@ type refundLike struct {
 	moved     int
 	post      func() error // nil: done
 	readable  bool
-	baselines []string
+	baselines []*store.RefundBaseline
 }
 
-func (r *refundLike) call(s *Service) *moneyCall {
-	c := &moneyCall{op: "partiallyRefundPayment", m: s.merchants[testGoID], id: 7, signed: "digest", needsBaseline: true}
-	c.act = func(ctx context.Context) (store.CallRecord, error) {
-		if err := c.setBaseline(ctx, "3000:[]"); err != nil {
-			return store.CallRecord{}, err
-		}
-		r.posts++
-		if r.post != nil {
-			return store.CallRecord{}, r.post()
-		}
-		r.moved++
-		return store.CallRecord{PaymentID: 7, Result: Finished}, nil
+var testBaseline = store.RefundBaseline{Amount: 3000, RefundIDs: []int64{}}
+
+func (r *refundLike) run(ctx context.Context, c *call) (store.CallRecord, error) {
+	return c.s.once(ctx, c, r.policy(c))
+}
+
+func (r *refundLike) policy(c *call) *money {
+	return &money{
+		refund: true,
+		act: func(ctx context.Context) (store.CallRecord, error) {
+			if err := c.setBaseline(ctx, testBaseline); err != nil {
+				return store.CallRecord{}, err
+			}
+			r.posts++
+			if r.post != nil {
+				return store.CallRecord{}, r.post()
+			}
+			r.moved++
+			return store.CallRecord{PaymentID: 7, Result: Finished}, nil
+		},
+		reconcile: func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
+			r.baselines = append(r.baselines, c.baseline)
+			if ctx.Err() != nil || !r.readable {
+				return store.CallRecord{}, restbackend.OutcomeUnknown
+			}
+			if r.moved > 0 {
+				return store.CallRecord{PaymentID: 7, Result: Finished}, restbackend.OutcomeDone
+			}
+			return store.CallRecord{}, restbackend.OutcomeNotDone
+		},
 	}
-	c.reconcile = func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
-		r.baselines = append(r.baselines, c.baseline)
-		if ctx.Err() != nil || !r.readable {
-			return store.CallRecord{}, restbackend.OutcomeUnknown
-		}
-		if r.moved > 0 {
-			return store.CallRecord{PaymentID: 7, Result: Finished}, restbackend.OutcomeDone
-		}
-		return store.CallRecord{}, restbackend.OutcomeNotDone
-	}
-	return c
 }
 
 var errLostReply = errors.New("reset after the request was sent") // not the REST client's: unknown
+
+const refundOp = "partiallyRefundPayment"
 
 // Finding 2: a POST whose reply is lost as the call's deadline passes.
 // The ledger still records the entry in doubt with its baseline (written
@@ -180,22 +130,22 @@ func TestOnceLostReplyAtDeadlineKeepsBaseline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	r.post = func() error { r.moved++; cancel(); return errLostReply } // the gateway refunded; the deadline passed
-	_, err := s.once(ctx, r.call(s))
+	_, err := r.run(ctx, testCall(s, refundOp, "digest"))
 	assert.Equal(t, errOutcomeUnknown, err)
 
-	e, ok := l.only(t)
+	e, ok := l.entry(refundOp, "digest")
 	require.True(t, ok)
 	assert.Equal(t, store.CallInDoubt, e.State, "recorded although the call's context ended")
-	assert.Contains(t, e.Note, baselineMark+"3000:[]")
+	assert.Equal(t, &testBaseline, e.Baseline)
 
 	r.post, r.readable = nil, true
-	rec, err := s.once(context.Background(), r.call(s))
+	rec, err := r.run(context.Background(), testCall(s, refundOp, "digest"))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, rec.Result)
 	assert.Equal(t, 1, r.posts, "the repeat reconciled, it did not POST")
 	assert.Equal(t, 1, r.moved)
-	assert.Equal(t, []string{"3000:[]", "3000:[]"}, r.baselines, "the repeat used the persisted baseline")
-	e, _ = l.only(t)
+	assert.Equal(t, []*store.RefundBaseline{&testBaseline, &testBaseline}, r.baselines, "the repeat used the persisted baseline")
+	e, _ = l.entry(refundOp, "digest")
 	assert.Equal(t, store.CallDone, e.State)
 }
 
@@ -207,10 +157,10 @@ func TestOnceReconcilesAfterDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	r.post = func() error { r.moved++; cancel(); return errLostReply }
-	rec, err := s.once(ctx, r.call(s))
+	rec, err := r.run(ctx, testCall(s, refundOp, "digest"))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, rec.Result)
-	e, _ := l.only(t)
+	e, _ := l.entry(refundOp, "digest")
 	assert.Equal(t, store.CallDone, e.State)
 }
 
@@ -221,36 +171,34 @@ func TestOnceReconcilesAfterDeadline(t *testing.T) {
 // answered "outcome unknown", never acted on.
 func TestOncePendingEntries(t *testing.T) {
 	s, l, clk := onceService(t)
-	key := store.CallKey{GoID: testGoID, Operation: "partiallyRefundPayment", Hash: store.RequestHash("partiallyRefundPayment", "digest")}
-	_, claimed, err := l.ClaimCall(context.Background(), key, clk.now(), time.Hour)
+	key := store.CallKey{GoID: testGoID, Operation: refundOp, Hash: store.RequestHash(refundOp, "digest")}
+	_, claimed, err := l.st.ClaimCall(context.Background(), key, clk.now(), time.Hour)
 	require.NoError(t, err)
 	require.True(t, claimed)
 
 	r := &refundLike{readable: true}
-	_, err = s.once(context.Background(), r.call(s))
+	_, err = r.run(context.Background(), testCall(s, refundOp, "digest"))
 	assert.Equal(t, errInProgress, err)
 	assert.Zero(t, r.posts)
 
 	clk.add(s.callDeadline + pendingStale)
-	rec, err := s.once(context.Background(), r.call(s))
+	rec, err := r.run(context.Background(), testCall(s, refundOp, "digest"))
 	require.NoError(t, err, "a stale entry without a baseline never reached the gateway")
 	assert.Equal(t, Finished, rec.Result)
 	assert.Equal(t, 1, r.posts)
 
 	// A stale pending entry that has its baseline: reconciled, not acted on.
 	key2 := key
-	key2.Hash = store.RequestHash("partiallyRefundPayment", "digest2")
-	c, _, err := l.ClaimCall(context.Background(), key2, clk.now(), time.Hour)
+	key2.Hash = store.RequestHash(refundOp, "digest2")
+	c, _, err := l.st.ClaimCall(context.Background(), key2, clk.now(), time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, l.SetNote(context.Background(), key2, c.Claim, "x"+baselineMark+"3000:[]", clk.now()))
+	require.NoError(t, l.st.SetBaseline(context.Background(), key2, c.Claim, testBaseline, clk.now()))
 	clk.add(s.callDeadline + pendingStale)
 	r2 := &refundLike{}
-	call := r2.call(s)
-	call.signed = "digest2"
-	_, err = s.once(context.Background(), call)
+	_, err = r2.run(context.Background(), testCall(s, refundOp, "digest2"))
 	assert.Equal(t, errOutcomeUnknown, err)
 	assert.Zero(t, r2.posts)
-	assert.Equal(t, []string{"3000:[]"}, r2.baselines)
+	assert.Equal(t, []*store.RefundBaseline{&testBaseline}, r2.baselines)
 }
 
 // Finding 5: an in-doubt entry older than the replay window is reconciled,
@@ -258,23 +206,35 @@ func TestOncePendingEntries(t *testing.T) {
 func TestOnceInDoubtOutlivesWindow(t *testing.T) {
 	s, l, clk := onceService(t)
 	r := &refundLike{post: func() error { return errLostReply }}
-	_, err := s.once(context.Background(), r.call(s))
+	_, err := r.run(context.Background(), testCall(s, refundOp, "digest"))
 	assert.Equal(t, errOutcomeUnknown, err)
 	clk.add(3 * DefaultReplayWindow)
 	r.post = nil
-	_, err = s.once(context.Background(), r.call(s))
+	_, err = r.run(context.Background(), testCall(s, refundOp, "digest"))
 	assert.Equal(t, errOutcomeUnknown, err, "still unknown: no second POST")
 	assert.Equal(t, 1, r.posts)
-	e, _ := l.only(t)
+	e, _ := l.entry(refundOp, "digest")
 	assert.Equal(t, store.CallInDoubt, e.State)
+}
+
+// failingClaims is a store whose ledger claims fail.
+type failingClaims struct {
+	store.Store
+	err error
+}
+
+func (f failingClaims) ClaimCall(context.Context, store.CallKey, time.Time, time.Duration) (store.Call, bool, error) {
+	return store.Call{}, false, f.err
 }
 
 // A ledger that cannot be written: nothing is attempted.
 func TestOnceLedgerDown(t *testing.T) {
-	s, l, _ := onceService(t)
-	l.failClaim = errors.New("database is locked")
+	cfg := unitConfig(t)
+	cfg.Store = failingClaims{Store: memStore(t), err: errors.New("database is locked")}
+	s, err := New(cfg)
+	require.NoError(t, err)
 	r := &refundLike{}
-	_, err := s.once(context.Background(), r.call(s))
+	_, err = r.run(context.Background(), testCall(s, refundOp, "digest"))
 	var se *ServerError
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, se.Error(), "session store unavailable")
@@ -286,19 +246,16 @@ func TestOnceLedgerDown(t *testing.T) {
 func TestOnceFailedIsNotReplayed(t *testing.T) {
 	s, l, _ := onceService(t)
 	n := 0
-	call := func() *moneyCall {
-		return &moneyCall{op: "capturePayment", m: s.merchants[testGoID], id: 7, signed: "d",
-			act: func(ctx context.Context) (store.CallRecord, error) {
-				n++
-				return store.CallRecord{PaymentID: 7, Result: Failed, Description: "the payment gateway answered FAILED"}, nil
-			}}
-	}
-	rec, err := s.once(context.Background(), call())
+	pol := &money{act: func(ctx context.Context) (store.CallRecord, error) {
+		n++
+		return store.CallRecord{PaymentID: 7, Result: Failed, Description: "the payment gateway answered FAILED"}, nil
+	}}
+	rec, err := s.once(context.Background(), testCall(s, "capturePayment", "d"), pol)
 	require.NoError(t, err)
 	assert.Equal(t, Failed, rec.Result)
-	_, ok := l.only(t)
+	_, ok := l.entry("capturePayment", "d")
 	assert.False(t, ok, "a FAILED result leaves no entry")
-	_, err = s.once(context.Background(), call())
+	_, err = s.once(context.Background(), testCall(s, "capturePayment", "d"), pol)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "the retry acted")
 }
@@ -307,10 +264,10 @@ func TestOnceFailedIsNotReplayed(t *testing.T) {
 func TestOncePanicLeavesInDoubt(t *testing.T) {
 	s, l, _ := onceService(t)
 	r := &refundLike{post: func() error { panic("boom") }}
-	assert.Panics(t, func() { _, _ = s.once(context.Background(), r.call(s)) })
-	e, _ := l.only(t)
+	assert.Panics(t, func() { _, _ = r.run(context.Background(), testCall(s, refundOp, "digest")) })
+	e, _ := l.entry(refundOp, "digest")
 	assert.Equal(t, store.CallInDoubt, e.State)
-	assert.Contains(t, e.Note, baselineMark+"3000:[]")
+	assert.Equal(t, &testBaseline, e.Baseline)
 }
 
 // Finding 3: a create whose reply was lost blocks its repeats only for
@@ -318,8 +275,8 @@ func TestOncePanicLeavesInDoubt(t *testing.T) {
 func TestOnceCreateDoubtWindow(t *testing.T) {
 	s, _, clk := onceService(t)
 	n := 0
-	call := func(lost bool) *moneyCall {
-		return &moneyCall{op: "createPayment", m: s.merchants[testGoID], signed: "d", doubtWindow: createDoubtWindow,
+	pol := func(lost bool) *money {
+		return &money{doubtWindow: createDoubtWindow,
 			act: func(ctx context.Context) (store.CallRecord, error) {
 				n++
 				if lost {
@@ -328,12 +285,13 @@ func TestOnceCreateDoubtWindow(t *testing.T) {
 				return store.CallRecord{PaymentID: 9, Result: CallCompleted}, nil
 			}}
 	}
-	_, err := s.once(context.Background(), call(true))
+	c := func() *call { c := testCall(s, "createPayment", "d"); c.payment = nil; return c }
+	_, err := s.once(context.Background(), c(), pol(true))
 	assert.Equal(t, errOutcomeUnknown, err)
-	_, err = s.once(context.Background(), call(false))
+	_, err = s.once(context.Background(), c(), pol(false))
 	assert.Equal(t, errOutcomeUnknown, err, "within the doubt window")
 	clk.add(createDoubtWindow)
-	rec, err := s.once(context.Background(), call(false))
+	rec, err := s.once(context.Background(), c(), pol(false))
 	require.NoError(t, err)
 	assert.Equal(t, int64(9), rec.PaymentID)
 	assert.Equal(t, 2, n)
@@ -346,36 +304,38 @@ func TestRefundOutcomeByIDs(t *testing.T) {
 
 	// (b) the REQUESTED refund of the baseline failed since, and this
 	// refund happened: done, though the count of live refunds is unchanged.
-	res, out := refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000, State: failed}, {ID: 2, Amount: 500, State: ok},
+	res, out := refundOutcome(&base, []restbackend.Refund{{ID: 1, Amount: 3000, State: failed}, {ID: 2, Amount: 500, State: ok},
 		{ID: 3, Amount: 3000, State: ok}})
 	assert.Equal(t, restbackend.OutcomeDone, out)
 	assert.Equal(t, restbackend.ResultFinished, res)
 
 	// Nothing new of the amount: not done (another amount does not count).
-	_, out = refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000, State: ok}, {ID: 2, Amount: 500, State: ok}, {ID: 4, Amount: 700, State: ok}})
+	_, out = refundOutcome(&base, []restbackend.Refund{{ID: 1, Amount: 3000, State: ok}, {ID: 2, Amount: 500, State: ok}, {ID: 4, Amount: 700, State: ok}})
 	assert.Equal(t, restbackend.OutcomeNotDone, out)
 
 	// (a) two new refunds of the same amount: which one is this call's
 	// cannot be told.
-	_, out = refundOutcome(base, []restbackend.Refund{{ID: 1, Amount: 3000}, {ID: 3, Amount: 3000, State: ok}, {ID: 4, Amount: 3000, State: ok}})
+	_, out = refundOutcome(&base, []restbackend.Refund{{ID: 1, Amount: 3000}, {ID: 3, Amount: 3000, State: ok}, {ID: 4, Amount: 3000, State: ok}})
 	assert.Equal(t, restbackend.OutcomeUnknown, out)
 
-	res, out = refundOutcome(base, []restbackend.Refund{{ID: 5, Amount: 3000, State: requested}})
+	res, out = refundOutcome(&base, []restbackend.Refund{{ID: 5, Amount: 3000, State: requested}})
 	assert.Equal(t, restbackend.OutcomeDone, out)
 	assert.Equal(t, restbackend.ResultAccepted, res)
-	res, out = refundOutcome(base, []restbackend.Refund{{ID: 5, Amount: 3000, State: failed}})
+	res, out = refundOutcome(&base, []restbackend.Refund{{ID: 5, Amount: 3000, State: failed}})
 	assert.Equal(t, restbackend.OutcomeDone, out)
 	assert.Equal(t, restbackend.ResultFailed, res, "the gateway refused it: answered FAILED, and a retry may act")
 
-	_, out = refundOutcome("3000:1", nil)
-	assert.Equal(t, restbackend.OutcomeUnknown, out, "an old count baseline is not trusted")
+	_, out = refundOutcome(nil, nil)
+	assert.Equal(t, restbackend.OutcomeUnknown, out, "no baseline: unknown")
+	_, out = refundOutcome(&store.RefundBaseline{Amount: -1}, nil)
+	assert.Equal(t, restbackend.OutcomeUnknown, out, "an unreadable old baseline is not trusted")
 }
 
-// Refunds of one payment are serialised; a lock left by a dead process is
-// taken over once it outlived a call.
+// Refunds of one payment are serialised (the store's lock; its expiry
+// and takeover are the store's own tests).
 func TestLockRefunds(t *testing.T) {
-	s, _, clk := onceService(t)
-	m := s.merchants[testGoID]
+	s, _, _ := onceService(t)
+	m, _ := s.merchant(testGoID)
 	unlock, err := s.lockRefunds(context.Background(), m, 7)
 	require.NoError(t, err)
 	_, err = s.lockRefunds(context.Background(), m, 7)
@@ -386,24 +346,7 @@ func TestLockRefunds(t *testing.T) {
 	require.NoError(t, err, "another payment is not locked")
 	other()
 	unlock()
-	_, err = s.lockRefunds(context.Background(), m, 7)
+	again, err := s.lockRefunds(context.Background(), m, 7)
 	require.NoError(t, err)
-	clk.add(s.callDeadline + pendingStale)
-	_, err = s.lockRefunds(context.Background(), m, 7)
-	assert.NoError(t, err, "a stale lock is taken over")
-}
-
-func (l *fakeLedger) LedgerCounts(context.Context) (store.LedgerCounts, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var c store.LedgerCounts
-	for _, call := range l.calls {
-		switch call.State {
-		case store.CallPending:
-			c.Pending++
-		case store.CallInDoubt:
-			c.InDoubt++
-		}
-	}
-	return c, nil
+	again()
 }

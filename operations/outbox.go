@@ -29,7 +29,7 @@ import (
 
 // OutboxConfig configures an Outbox. Zero fields take the defaults below.
 type OutboxConfig struct {
-	Store  store.Store
+	Store  Outbox
 	Logger *zap.Logger
 	// HTTPClient makes the deliveries; a client with Timeout when nil.
 	HTTPClient *http.Client

@@ -2,197 +2,139 @@ package operations
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"strings"
-
-	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// failedResult is the FAILED reply to ref, signed when a key is known.
-func (s *Service) failedResult(ref sessionRef, desc string) *PaymentResult {
-	r := &PaymentResult{PaymentSessionID: ref.PaymentID, Result: Failed, ResultDescription: &desc}
-	if ref.Known {
-		if err := r.sign(ref.M.SecureKey); err != nil {
-			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
-		}
+// The operations that move money on one payment and answer an
+// EPaymentResult: capture, the voids and the refunds.
+
+// sessionMoney is the row of an operation on the payment an
+// EPaymentSessionInfo part "sessionInfo" names; policy builds its ledger
+// policy for the authenticated call.
+func sessionMoney(name string, policy func(c *call) *money) *row[SessionInfo, *PaymentResult] {
+	return &row[SessionInfo, *PaymentResult]{
+		name:  name,
+		auth:  sessionAuth("sessionInfo"),
+		money: func(_ context.Context, c *call, _ *SessionInfo) (*money, *refusal) { return policy(c), nil },
+		reply: recordResult[SessionInfo],
+		fail:  failResult[SessionInfo],
+		sign:  signResult,
 	}
-	return r
 }
 
-// recordResult is the signed EPaymentResult of a ledger record about ref:
-// the same reply for the call and for every repeat answered from the
-// ledger. Only FINISHED and ACCEPTED are success (see resultRecord), so the
-// bridge never reports a success it did not get.
-func (s *Service) recordResult(ref sessionRef, rec store.CallRecord) *PaymentResult {
-	r := &PaymentResult{PaymentSessionID: ref.PaymentID, Result: rec.Result}
-	if rec.Description != "" {
-		r.ResultDescription = ptr(rec.Description)
+// gatewayResult is an act that calls one REST operation on the payment
+// and records its result.
+func gatewayResult(c *call, do func(ctx context.Context, cr restbackend.Credentials, id int64) (*restbackend.Result, error)) func(ctx context.Context) (store.CallRecord, error) {
+	cr, id := c.m.Credentials(), *c.payment
+	return func(ctx context.Context) (store.CallRecord, error) {
+		res, err := do(ctx, cr, id)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		return resultRecord(id, res), nil
 	}
-	if err := r.sign(ref.M.SecureKey); err != nil {
-		s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
-	}
-	return r
 }
 
-// sessionAction serves the operations that take an EPaymentSessionInfo
-// part "sessionInfo" and answer an EPaymentResult; each moves money, so it
-// runs once per signed request (see once). do builds the call on payment id.
-func (s *Service) sessionAction(ctx context.Context, op string, in *SessionInfo,
-	do func(m Merchant, id int64, c *moneyCall)) (*PaymentResult, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	ref, r := s.readSessionInfo(in, "sessionInfo")
-	if r != nil {
-		s.refused(ctx, op, ref, r)
-		return s.failedResult(ref, r.desc), nil
-	}
-	id := *ref.PaymentID
-	// The fields are digits only: their signed digest is their hash.
-	c := &moneyCall{op: op, m: ref.M, id: id, signed: hashHex(ref.M.SecureKey, PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID)))}
-	do(ref.M, id, c)
-	rec, err := s.once(ctx, c)
-	if err != nil {
-		if errors.As(err, &r) {
-			s.refused(ctx, op, ref, r)
-			return s.failedResult(ref, r.desc), nil
-		}
-		return nil, err
-	}
-	return s.recordResult(ref, rec), nil
-}
-
-// CapturePayment serves capturePayment. A lost reply is reconciled by the
-// payment's state: PAID (or refunded since) means captured.
-func (s *Service) CapturePayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "capturePayment", in, func(m Merchant, id int64, c *moneyCall) {
-		c.act = func(ctx context.Context) (store.CallRecord, error) {
-			res, err := s.gw.Capture(ctx, m.Credentials(), id, nil)
-			if err != nil {
-				return store.CallRecord{}, err
-			}
-			return resultRecord(id, res), nil
-		}
-		c.reconcile = s.stateCheck(m, id,
+// capturePayment: a lost reply is reconciled by the payment's state: PAID
+// (or refunded since) means captured.
+var capturePaymentRow = sessionMoney("capturePayment", func(c *call) *money {
+	return &money{
+		act: gatewayResult(c, func(ctx context.Context, cr restbackend.Credentials, id int64) (*restbackend.Result, error) {
+			return c.s.gw.Capture(ctx, cr, id, nil)
+		}),
+		reconcile: c.s.stateCheck(c.m, *c.payment,
 			stateIn(restbackend.StatePaid, restbackend.StatePartiallyRefunded, restbackend.StateRefunded),
-			stateIn(restbackend.StateAuthorized, restbackend.StateCanceled, restbackend.StateTimeouted, restbackend.StateCreated))
-	})
-}
+			stateIn(restbackend.StateAuthorized, restbackend.StateCanceled, restbackend.StateTimeouted, restbackend.StateCreated)),
+	}
+})
 
-// VoidAuthorization serves voidAuthorization. A lost reply is reconciled
-// by the payment's state: CANCELED means voided.
-func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "voidAuthorization", in, func(m Merchant, id int64, c *moneyCall) {
-		c.act = func(ctx context.Context) (store.CallRecord, error) {
-			res, err := s.gw.VoidAuthorization(ctx, m.Credentials(), id)
-			if err != nil {
-				return store.CallRecord{}, err
-			}
-			return resultRecord(id, res), nil
-		}
-		c.reconcile = s.stateCheck(m, id, stateIn(restbackend.StateCanceled),
-			stateIn(restbackend.StateAuthorized, restbackend.StatePaid, restbackend.StateCreated, restbackend.StateTimeouted))
-	})
-}
+// voidAuthorization: a lost reply is reconciled by the payment's state:
+// CANCELED means voided.
+var voidAuthorizationRow = sessionMoney("voidAuthorization", func(c *call) *money {
+	return &money{
+		act: gatewayResult(c, c.s.gw.VoidAuthorization),
+		reconcile: c.s.stateCheck(c.m, *c.payment, stateIn(restbackend.StateCanceled),
+			stateIn(restbackend.StateAuthorized, restbackend.StatePaid, restbackend.StateCreated, restbackend.StateTimeouted)),
+	}
+})
 
-// VoidRecurrentPayment serves voidRecurrentPayment. A lost reply is
-// reconciled by the recurrence's state: STOPPED means voided.
-func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	r, err := s.sessionAction(ctx, "voidRecurrentPayment", in, func(m Merchant, id int64, c *moneyCall) {
-		c.act = func(ctx context.Context) (store.CallRecord, error) {
-			res, err := s.gw.VoidRecurrence(ctx, m.Credentials(), id)
-			if err != nil {
-				return store.CallRecord{}, err
-			}
-			return resultRecord(id, res), nil
-		}
+// voidRecurrentPayment: a lost reply is reconciled by the recurrence's
+// state: STOPPED means voided. The reply's signature scheme is the
+// merchant's choice (Merchant.VoidRecurrentReply): the .NET library
+// verifies it as paymentSession, the PHP library as paymentResult.
+var voidRecurrentPaymentRow = func() *row[SessionInfo, *PaymentResult] {
+	r := sessionMoney("voidRecurrentPayment", func(c *call) *money {
 		recState := func(states ...string) func(p *restbackend.Payment) bool {
 			return func(p *restbackend.Payment) bool {
-				for _, st := range states {
-					if p.Recurrence != nil && p.Recurrence.RecurrenceState == st {
-						return true
-					}
-				}
-				return false
+				return p.Recurrence != nil && slices.Contains(states, p.Recurrence.RecurrenceState)
 			}
 		}
-		c.reconcile = s.stateCheck(m, id, recState("STOPPED"), recState("STARTED", "REQUESTED"))
-	})
-	// The .NET library verifies this reply with the paymentSession scheme;
-	// the merchant's setting says which its client library checks. Replies
-	// without a known key stay unsigned either way.
-	if err != nil || r.EncryptedSignature == nil || r.PaymentSessionID == nil || in == nil || in.TargetGoID == nil {
-		return r, err
-	}
-	if m, ok := s.merchants[*in.TargetGoID]; ok && m.VoidRecurrentReply == ReplyPaymentSession {
-		sig, err := Sign(m.SecureKey, PaymentSessionFields(FormatInt(m.GoID), FormatInt(*r.PaymentSessionID))...)
-		if err != nil {
-			return nil, err
+		return &money{
+			act:       gatewayResult(c, c.s.gw.VoidRecurrence),
+			reconcile: c.s.stateCheck(c.m, *c.payment, recState("STOPPED"), recState("STARTED", "REQUESTED")),
 		}
-		r.EncryptedSignature = &sig
-	}
-	return r, nil
-}
-
-// RefundPayment serves refundPayment(sessionInfo): it refunds what is left
-// of the payment. (The overload refundPayment(refundRequest) is
-// RefundPaymentRequest.)
-func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return s.sessionAction(ctx, "refundPayment", in, func(m Merchant, id int64, c *moneyCall) {
-		c.act = func(ctx context.Context) (store.CallRecord, error) { return s.refundRest(ctx, m, id, c) }
-		c.needsBaseline = true
-		c.reconcile = s.refundCheck(m, id, c)
 	})
-}
+	r.sign = func(c *call, res *PaymentResult, key string) error {
+		if c.m.VoidRecurrentReply != ReplyPaymentSession || res.PaymentSessionID == nil {
+			return res.sign(key)
+		}
+		sig, err := Sign(key, PaymentSessionFields(FormatInt(c.m.GoID), FormatInt(*res.PaymentSessionID))...)
+		if err != nil {
+			return err
+		}
+		res.EncryptedSignature = &sig
+		return nil
+	}
+	return r
+}()
 
-// RefundPaymentRequest serves refundPayment(refundRequest), a (partial)
-// refund like partiallyRefundPayment.
-func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return s.refundRequest(ctx, "refundPayment", "refundPayment(refundRequest)", in)
-}
+// refundPayment(sessionInfo) refunds what is left of the payment. (The
+// overload refundPayment(refundRequest) is a (partial) refund like
+// partiallyRefundPayment.)
+var refundPaymentRow = sessionMoney("refundPayment", func(c *call) *money {
+	return &money{
+		refund:    true,
+		act:       func(ctx context.Context) (store.CallRecord, error) { return c.s.refundRest(ctx, c) },
+		reconcile: refundCheck(c),
+	}
+})
 
-// refundRest refunds what is left of payment id. The legacy form carries no
-// amount: the gateway's status tells the whole amount and, after partial
-// refunds, its refund history what was already returned. The gateway refuses
-// a refund larger than what is left, so the whole amount would fail there.
-// The history read before the POST is also the reconciliation's baseline.
-func (s *Service) refundRest(ctx context.Context, m Merchant, id int64, c *moneyCall) (store.CallRecord, error) {
-	unlock, err := s.lockRefunds(ctx, m, id)
+// refundRest refunds what is left of the payment of c. The legacy form
+// carries no amount: the gateway's status tells the whole amount and, after
+// partial refunds, its refund history what was already returned. The
+// gateway refuses a refund larger than what is left, so the whole amount
+// would fail there. The history read before the POST is also the
+// reconciliation's baseline.
+func (s *Service) refundRest(ctx context.Context, c *call) (store.CallRecord, error) {
+	cr, id := c.m.Credentials(), *c.payment
+	p, err := s.gw.PaymentStatus(ctx, cr, id)
 	if err != nil {
 		return store.CallRecord{}, err
 	}
-	defer unlock()
-	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
+	if p.State == restbackend.StateRefunded {
+		return store.CallRecord{}, refuse("payment %d is already refunded in full, nothing left to refund", id)
+	}
+	// Read in every state: a refund of the whole amount may have failed
+	// before.
+	hist, err := s.gw.RefundHistory(ctx, cr, id)
 	if err != nil {
 		return store.CallRecord{}, err
 	}
 	left := p.Amount
-	var hist []restbackend.Refund
-	switch p.State {
-	case restbackend.StateRefunded:
-		return store.CallRecord{}, refuse("payment %d is already refunded in full, nothing left to refund", id)
-	case restbackend.StatePartiallyRefunded:
-		hist, err = s.gw.RefundHistory(ctx, m.Credentials(), id)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
+	if p.State == restbackend.StatePartiallyRefunded {
 		done := refundedSum(hist)
 		if left -= done; left <= 0 {
 			return store.CallRecord{}, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
-	if p.State != restbackend.StatePartiallyRefunded {
-		// Read anyway: a refund of the whole amount may have failed before.
-		if hist, err = s.gw.RefundHistory(ctx, m.Credentials(), id); err != nil {
-			return store.CallRecord{}, err
-		}
-	}
 	if err := c.setBaseline(ctx, refundBaselineOf(hist, left)); err != nil {
 		return store.CallRecord{}, err
 	}
-	res, err := s.gw.Refund(ctx, m.Credentials(), id, left)
+	res, err := s.gw.Refund(ctx, cr, id, left)
 	if err != nil {
 		return store.CallRecord{}, err
 	}
@@ -211,97 +153,114 @@ func refundedSum(hist []restbackend.Refund) int64 {
 	return sum
 }
 
-// PartiallyRefundPayment serves partiallyRefundPayment.
-func (s *Service) PartiallyRefundPayment(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return s.refundRequest(ctx, "partiallyRefundPayment", "partiallyRefundPayment", in)
+// refundRequestRow is the row of an operation taking an ERefundRequest;
+// ledgerOp keeps the two refundPayment forms apart in the ledger.
+func refundRequestRow(name, ledgerOp string) *row[RefundRequest, *PaymentResult] {
+	const part = "refundRequest"
+	return &row[RefundRequest, *PaymentResult]{
+		name: name,
+		auth: func(in *RefundRequest) auth {
+			if in == nil {
+				return auth{part: part, invalid: "missing " + part}
+			}
+			return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID, payment: in.PaymentSessionID,
+				need: []need{
+					{part + ".paymentSessionId", in.PaymentSessionID != nil},
+					{part + ".amount", in.Amount != nil},
+					{part + ".currency", in.Currency != ""},
+				},
+				sig: in.EncryptedSignature,
+				signed: [][]string{RefundRequestFields(formatOptInt(in.TargetGoID), formatOptInt(in.PaymentSessionID),
+					formatOptInt(in.Amount), in.Currency, in.Description)},
+			}
+		},
+		check: func(_ *call, in *RefundRequest) *refusal {
+			if *in.Amount <= 0 {
+				return refuse("refundRequest.amount must be positive")
+			}
+			return nil
+		},
+		money: func(_ context.Context, c *call, in *RefundRequest) (*money, *refusal) {
+			return &money{
+				op:     ledgerOp,
+				refund: true,
+				act: func(ctx context.Context) (store.CallRecord, error) {
+					return c.s.refundAmount(ctx, c, *in.Amount, in.Currency)
+				},
+				reconcile: refundCheck(c),
+			}, nil
+		},
+		reply: recordResult[RefundRequest],
+		fail:  failResult[RefundRequest],
+		sign:  signResult,
+	}
 }
 
-// refundRequest serves an ERefundRequest of operation op; ledgerOp keeps
-// the two refundPayment forms apart in the ledger.
-func (s *Service) refundRequest(ctx context.Context, op, ledgerOp string, in *RefundRequest) (*PaymentResult, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	var ref sessionRef
-	fail := func(r *refusal) (*PaymentResult, error) {
-		s.refused(ctx, op, ref, r)
-		return s.failedResult(ref, r.desc), nil
-	}
-	if in == nil {
-		in = &RefundRequest{Invalid: "missing refundRequest"}
-	}
-	ref.PaymentID = in.PaymentSessionID
-	ref.GoID = in.TargetGoID
-	if in.Invalid != "" {
-		s.merchantOf(&ref)
-		return fail(&refusal{desc: in.Invalid})
-	}
-	if r := s.merchantOf(&ref); r != nil {
-		return fail(r)
-	}
-	amount, currency := in.Amount, in.Currency
-	switch {
-	case ref.PaymentID == nil:
-		return fail(refuse("missing refundRequest.paymentSessionId"))
-	case amount == nil:
-		return fail(refuse("missing refundRequest.amount"))
-	case currency == "":
-		return fail(refuse("missing refundRequest.currency"))
-	}
-	fields := RefundRequestFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID), formatOptInt(amount), currency, in.Description)
-	digest, ok := SignedDigest(ref.M.SecureKey, in.EncryptedSignature, fields)
-	if !ok {
-		return fail(badSignature("refundRequest"))
-	}
-	if *amount <= 0 {
-		return fail(refuse("refundRequest.amount must be positive"))
-	}
-	m, id := ref.M, *ref.PaymentID
-	c := &moneyCall{op: ledgerOp, m: m, id: id, signed: digest}
-	c.act = func(ctx context.Context) (store.CallRecord, error) {
-		// The currency must be the payment's; the bridge's session knows
-		// it, otherwise the gateway's status does.
-		sess, found, err := s.sessionOf(ctx, id, 0)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		payCurrency := sess.Currency
-		if !found {
-			p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
-			if err != nil {
-				return store.CallRecord{}, err
-			}
-			payCurrency = p.Currency
-		}
-		if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
-			return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
-		}
-		unlock, err := s.lockRefunds(ctx, m, id)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		defer unlock()
-		b, err := s.refundBaseline(ctx, m, id, *amount)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		if err := c.setBaseline(ctx, b); err != nil {
-			return store.CallRecord{}, err
-		}
-		res, err := s.gw.Refund(ctx, m.Credentials(), id, *amount)
-		if err != nil {
-			return store.CallRecord{}, err
-		}
-		return resultRecord(id, res), nil
-	}
-	c.reconcile = s.refundCheck(m, id, c)
-	c.needsBaseline = true
-	rec, err := s.once(ctx, c)
+var (
+	refundPaymentRequestRow   = refundRequestRow("refundPayment", "refundPayment(refundRequest)")
+	partiallyRefundPaymentRow = refundRequestRow("partiallyRefundPayment", "partiallyRefundPayment")
+)
+
+// refundAmount refunds amount of the payment of c, in currency, which must
+// be the payment's: the bridge's session knows it, otherwise the gateway's
+// status does.
+func (s *Service) refundAmount(ctx context.Context, c *call, amount int64, currency string) (store.CallRecord, error) {
+	cr, id := c.m.Credentials(), *c.payment
+	sess, found, err := s.sessionOf(ctx, id, 0)
 	if err != nil {
-		var r *refusal
-		if errors.As(err, &r) {
-			return fail(r)
-		}
-		return nil, err
+		return store.CallRecord{}, err
 	}
-	return s.recordResult(ref, rec), nil
+	payCurrency := sess.Currency
+	if !found {
+		p, err := s.gw.PaymentStatus(ctx, cr, id)
+		if err != nil {
+			return store.CallRecord{}, err
+		}
+		payCurrency = p.Currency
+	}
+	if !strings.EqualFold(strings.TrimSpace(currency), payCurrency) {
+		return store.CallRecord{}, refuse("refund currency %s does not match the payment's currency %s", strings.ToValidUTF8(currency, "?"), payCurrency)
+	}
+	hist, err := s.gw.RefundHistory(ctx, cr, id)
+	if err != nil {
+		return store.CallRecord{}, err
+	}
+	if err := c.setBaseline(ctx, refundBaselineOf(hist, amount)); err != nil {
+		return store.CallRecord{}, err
+	}
+	res, err := s.gw.Refund(ctx, cr, id, amount)
+	if err != nil {
+		return store.CallRecord{}, err
+	}
+	return resultRecord(id, res), nil
+}
+
+// CapturePayment serves capturePayment.
+func (s *Service) CapturePayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return serve(ctx, s, capturePaymentRow, in)
+}
+
+// VoidAuthorization serves voidAuthorization.
+func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return serve(ctx, s, voidAuthorizationRow, in)
+}
+
+// VoidRecurrentPayment serves voidRecurrentPayment.
+func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return serve(ctx, s, voidRecurrentPaymentRow, in)
+}
+
+// RefundPayment serves refundPayment(sessionInfo).
+func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
+	return serve(ctx, s, refundPaymentRow, in)
+}
+
+// RefundPaymentRequest serves refundPayment(refundRequest).
+func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
+	return serve(ctx, s, refundPaymentRequestRow, in)
+}
+
+// PartiallyRefundPayment serves partiallyRefundPayment.
+func (s *Service) PartiallyRefundPayment(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
+	return serve(ctx, s, partiallyRefundPaymentRow, in)
 }

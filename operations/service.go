@@ -15,17 +15,13 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/logctx"
-	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/store"
 )
-
-// touchReply is what touch answers.
-const touchReply = "OK"
 
 // Config configures a Service.
 type Config struct {
@@ -33,10 +29,8 @@ type Config struct {
 	// DefaultGoID is the merchant paymentMethodList (which has no input)
 	// answers for; 0 means the first merchant.
 	DefaultGoID int64
-	Gateway     *restbackend.Client
-	Store       store.Store
-	// Ledger records money-moving calls (default: Store's).
-	Ledger store.Ledger
+	Gateway     Gateway
+	Store       Store
 	// CallDeadline bounds every legacy call as a whole (DefaultCallDeadline
 	// when zero); it must exceed the gateway client's REST timeout, or no
 	// money-moving POST could start.
@@ -58,6 +52,8 @@ type Config struct {
 	// OnBadSignature, when set, is told of every SOAP call refused because
 	// its encryptedSignature does not verify (metrics); it must not block.
 	OnBadSignature func(op string, goid int64)
+	// Observer, when set, is told of every call the pipeline finishes.
+	Observer Observer
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long
@@ -67,14 +63,14 @@ const DefaultReturnStatusTimeout = 5 * time.Second
 
 // Service serves the legacy operations.
 type Service struct {
-	merchants   map[int64]Merchant
-	defaultGoID int64
-	gw          *restbackend.Client
-	store       store.Store
-	ledger      store.Ledger
-	log         *zap.Logger
-	publicURL   string
-	out         *outbox
+	merchants atomic.Pointer[merchantSet]
+	gw        Gateway
+	store     Store
+	ledger    Ledger
+	log       *zap.Logger
+	publicURL string
+	out       *outbox
+	observer  Observer
 
 	methods             methodCache
 	now                 func() time.Time
@@ -90,13 +86,13 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("operations: no merchant configured")
 	}
 	s := &Service{
-		merchants:    make(map[int64]Merchant, len(cfg.Merchants)),
 		gw:           cfg.Gateway,
 		store:        cfg.Store,
-		ledger:       cfg.Ledger,
+		ledger:       cfg.Store,
 		log:          cfg.Logger,
 		now:          cfg.Now,
 		callDeadline: cfg.CallDeadline,
+		observer:     cfg.Observer,
 
 		onBadSignature: cfg.OnBadSignature,
 	}
@@ -114,6 +110,7 @@ func New(cfg Config) (*Service, error) {
 		// reconciliation after it.
 		s.callDeadline = rest + DefaultCallDeadline/2
 	}
+	set := &merchantSet{byGoID: make(map[int64]Merchant, len(cfg.Merchants))}
 	for i, m := range cfg.Merchants {
 		m.Normalize()
 		if err := m.Validate(); err != nil {
@@ -125,25 +122,20 @@ func New(cfg Config) (*Service, error) {
 		if least := MinReplayWindow(s.callDeadline); m.ReplayWindow <= least {
 			return nil, fmt.Errorf("operations: merchant #%d: replay window %v must be longer than the call deadline plus %v (%v)", i+1, m.ReplayWindow, pendingStale, least)
 		}
-		if _, dup := s.merchants[m.GoID]; dup {
+		if _, dup := set.byGoID[m.GoID]; dup {
 			return nil, fmt.Errorf("operations: merchant #%d: goid %d configured twice", i+1, m.GoID)
 		}
-		s.merchants[m.GoID] = m
+		set.byGoID[m.GoID] = m
 	}
-	s.defaultGoID = cfg.DefaultGoID
-	if s.defaultGoID == 0 {
-		s.defaultGoID = cfg.Merchants[0].GoID
-	} else if _, ok := s.merchants[s.defaultGoID]; !ok {
-		return nil, fmt.Errorf("operations: default goid %d is not a configured merchant", s.defaultGoID)
+	set.defaultGoID = cfg.DefaultGoID
+	if set.defaultGoID == 0 {
+		set.defaultGoID = cfg.Merchants[0].GoID
+	} else if _, ok := set.byGoID[set.defaultGoID]; !ok {
+		return nil, fmt.Errorf("operations: default goid %d is not a configured merchant", set.defaultGoID)
 	}
-	if s.gw == nil {
-		return nil, errors.New("operations: no gateway client")
-	}
+	s.merchants.Store(set)
 	if s.store == nil {
 		return nil, errors.New("operations: no store")
-	}
-	if s.ledger == nil {
-		s.ledger = s.store
 	}
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -170,9 +162,25 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// merchantSet is the merchants in force; a reload replaces it whole, so a
+// call sees one consistent set.
+type merchantSet struct {
+	byGoID      map[int64]Merchant
+	defaultGoID int64
+}
+
+// merchant is the configured merchant of goid.
+func (s *Service) merchant(goid int64) (Merchant, bool) {
+	m, ok := s.merchants.Load().byGoID[goid]
+	return m, ok
+}
+
+// defaultMerchant is the merchant paymentMethodList answers for.
+func (s *Service) defaultMerchant() Merchant {
+	set := s.merchants.Load()
+	return set.byGoID[set.defaultGoID]
+}
+
 // logFor is the logger of the request behind ctx (with its request id), or
 // the service's own.
 func (s *Service) logFor(ctx context.Context) *zap.Logger { return logctx.From(ctx, s.log) }
-
-// Touch answers a liveness string; it does not call the gateway.
-func (s *Service) Touch(ctx context.Context) (string, error) { return touchReply, nil }

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/legacybridge/soapbridge/store/storetest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -42,7 +40,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := unitConfig()
+			cfg := unitConfig(t)
 			cfg.Merchants[0].ClientSecret = secret
 			tc.edit(&cfg)
 			_, err := New(cfg)
@@ -52,7 +50,7 @@ func TestNewValidates(t *testing.T) {
 			assert.NotContains(t, err.Error(), testSecureKey)
 		})
 	}
-	_, err := New(unitConfig())
+	_, err := New(unitConfig(t))
 	require.NoError(t, err)
 }
 
@@ -70,11 +68,11 @@ func testMerchant() Merchant {
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
-func unitConfig() Config {
+func unitConfig(t *testing.T) Config {
 	return Config{
 		Merchants: []Merchant{testMerchant()},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &storetest.Sessions{},
+		Store:     memStore(t),
 		PublicURL: "https://bridge.example",
 	}
 }

@@ -77,52 +77,76 @@ const (
 // (bytes 1..8), which clients using their platform's default DESede cipher
 // send.
 func VerifyCompat(secureKey, signature string, alts ...[]string) (Charset, bool) {
-	_, cs, ok := verifyDigest(secureKey, signature, alts)
+	_, cs, ok := verifyFields(secureKey, signature, alts)
 	return cs, ok
 }
 
 // SignedDigest reports whether signature verifies over fields (as Verify)
-// and returns what it verified: the SHA-1 hex the client signed. Money
-// paths key their ledger on it rather than on the fields' text, since the
-// windows-1250 fallback accepts one signature for two texts (the UTF-8
-// original and its mojibake, whose windows-1250 bytes are the original's
-// UTF-8 bytes): both are the same signed request.
+// and returns what it verified: the SHA-1 hex the client signed.
 func SignedDigest(secureKey, signature string, alts ...[]string) (string, bool) {
-	d, _, ok := verifyDigest(secureKey, signature, alts)
-	return d, ok
+	i, cs, ok := verifyFields(secureKey, signature, alts)
+	if !ok {
+		return "", false
+	}
+	return digestOf(secureKey, alts[i], cs), true
 }
 
-func verifyDigest(secureKey, signature string, alts [][]string) (string, Charset, bool) {
+// verifyFields reports whether signature verifies over one of alts, which
+// one (its index) and in which charset.
+func verifyFields(secureKey, signature string, alts [][]string) (int, Charset, bool) {
 	block, err := tripleDES(secureKey)
 	if err != nil {
-		return "", "", false
+		return 0, "", false
 	}
 	raw, err := hex.DecodeString(strings.TrimSpace(signature))
 	if err != nil || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
-		return "", "", false
+		return 0, "", false
 	}
 	plain := make([]byte, len(raw))
 	ecb(block, plain, raw, block.Decrypt)
 	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
-	for _, fields := range alts {
+	for i, fields := range alts {
 		if hashEquals(plain, []byte(joinFields(secureKey, fields...))) {
-			return string(plain), CharsetUTF8, true
+			return i, CharsetUTF8, true
 		}
 	}
-	for _, fields := range alts {
-		joined := joinFields(secureKey, fields...)
-		if isASCII(joined) {
-			continue
-		}
-		cp, err := charmap.Windows1250.NewEncoder().String(joined)
-		if err != nil { // a character windows-1250 cannot carry
-			continue
-		}
-		if hashEquals(plain, []byte(cp)) {
-			return string(plain), CharsetWindows1250, true
+	for i, fields := range alts {
+		if cp, ok := windows1250(joinFields(secureKey, fields...)); ok && hashEquals(plain, cp) {
+			return i, CharsetWindows1250, true
 		}
 	}
-	return "", "", false
+	return 0, "", false
+}
+
+// windows1250 is s in windows-1250; false for plain ASCII (the same bytes:
+// no second try) and for a string with a character windows-1250 lacks.
+func windows1250(s string) ([]byte, bool) {
+	if isASCII(s) {
+		return nil, false
+	}
+	cp, err := charmap.Windows1250.NewEncoder().String(s)
+	if err != nil {
+		return nil, false
+	}
+	return []byte(cp), true
+}
+
+// digestOf is the SHA-1 hex of fields joined with secureKey, hashed in
+// charset: what a client signing them in that charset encrypted. Money
+// paths key their ledger on it rather than on the fields' text, since the
+// windows-1250 fallback accepts one signature for two texts (the UTF-8
+// original and its mojibake, whose windows-1250 bytes are the original's
+// UTF-8 bytes): both are the same signed request.
+func digestOf(secureKey string, fields []string, charset Charset) string {
+	joined := joinFields(secureKey, fields...)
+	b := []byte(joined)
+	if charset == CharsetWindows1250 {
+		if cp, ok := windows1250(joined); ok {
+			b = cp
+		}
+	}
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func hashEquals(plain, joined []byte) bool {

@@ -11,52 +11,19 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// sessionRef is a request's view of one payment: the goid and id it names
-// and, when the goid is configured, its merchant.
-type sessionRef struct {
-	GoID      *int64
-	PaymentID *int64
-	M         Merchant
-	Known     bool // M is set: replies can be signed
-}
-
-// readSessionInfo checks an EPaymentSessionInfo (part names it in
-// messages), finds the merchant and verifies the paymentSession signature.
-// Nothing is asked of the gateway before this succeeds.
-func (s *Service) readSessionInfo(in *SessionInfo, part string) (sessionRef, *refusal) {
-	var ref sessionRef
-	if in == nil {
-		in = &SessionInfo{Invalid: "missing " + part}
+// sessionAuth reads an EPaymentSessionInfo sent as part: the goid and
+// payment it names, signed as paymentSession.
+func sessionAuth(part string) func(in *SessionInfo) auth {
+	return func(in *SessionInfo) auth {
+		if in == nil {
+			return auth{part: part, invalid: "missing " + part}
+		}
+		return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID, payment: in.PaymentSessionID,
+			need:   []need{{part + ".paymentSessionId", in.PaymentSessionID != nil}},
+			sig:    in.EncryptedSignature,
+			signed: [][]string{PaymentSessionFields(formatOptInt(in.TargetGoID), formatOptInt(in.PaymentSessionID))},
+		}
 	}
-	ref.GoID = in.TargetGoID
-	ref.PaymentID = in.PaymentSessionID
-	if in.Invalid != "" {
-		s.merchantOf(&ref)
-		return ref, &refusal{desc: in.Invalid}
-	}
-	if r := s.merchantOf(&ref); r != nil {
-		return ref, r
-	}
-	if ref.PaymentID == nil {
-		return ref, refuse("missing %s.paymentSessionId", part)
-	}
-	if !Verify(ref.M.SecureKey, in.EncryptedSignature, PaymentSessionFields(formatOptInt(ref.GoID), formatOptInt(ref.PaymentID))...) {
-		return ref, badSignature(part)
-	}
-	return ref, nil
-}
-
-// merchantOf resolves ref.GoID to a configured merchant.
-func (s *Service) merchantOf(ref *sessionRef) *refusal {
-	if ref.GoID == nil {
-		return refuse("missing targetGoId")
-	}
-	m, ok := s.merchants[*ref.GoID]
-	if !ok {
-		return refuse("unknown targetGoId %d: no such e-shop is configured at this bridge (reply not signed: no secure key is known)", *ref.GoID)
-	}
-	ref.M, ref.Known = m, true
-	return nil
 }
 
 func badSignature(part string) *refusal {
@@ -65,53 +32,49 @@ func badSignature(part string) *refusal {
 	return r
 }
 
-// failedStatus is the CALL_FAILED reply to ref, signed when a key is known.
-func (s *Service) failedStatus(ref sessionRef, desc string) *PaymentStatus {
-	st := &PaymentStatus{TargetGoID: ref.GoID, PaymentSessionID: ref.PaymentID, Result: callFailed, ResultDescription: &desc}
-	if ref.Known {
-		if err := st.sign(ref.M.SecureKey); err != nil {
-			s.log.Error("signing a reply failed", zap.Int64("goid", ref.M.GoID), zap.Error(err))
+// paymentStatus: the payment's status, read from the gateway.
+var paymentStatusRow = &row[SessionInfo, *PaymentStatus]{
+	name: "paymentStatus",
+	auth: sessionAuth("paymentSessionInfo"),
+	reply: func(ctx context.Context, c *call, _ *SessionInfo) (*PaymentStatus, error) {
+		st, _, err := c.s.statusFor(ctx, c.m, *c.payment)
+		return st, err
+	},
+	fail: failStatus[SessionInfo],
+	sign: signStatus,
+}
+
+// paymentStatusWCust: the status and the payer.
+var paymentStatusWCustRow = &row[SessionInfo, *PaymentStatusWCust]{
+	name: "paymentStatusWCust",
+	auth: sessionAuth("paymentSessionInfo"),
+	reply: func(ctx context.Context, c *call, _ *SessionInfo) (*PaymentStatusWCust, error) {
+		st, p, err := c.s.statusFor(ctx, c.m, *c.payment)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return st
+		return withCustomer(st, p), nil
+	},
+	fail: func(c *call, in *SessionInfo, r *refusal) *PaymentStatusWCust {
+		return withCustomer(failStatus(c, in, r), nil)
+	},
+	sign: func(_ *call, w *PaymentStatusWCust, key string) error { return w.PaymentStatus.sign(key) },
 }
 
 // PaymentStatus serves paymentStatus.
 func (s *Service) PaymentStatus(ctx context.Context, in *SessionInfo) (*PaymentStatus, error) {
-	st, _, err := s.statusOp(ctx, "paymentStatus", in)
-	return st, err
+	return serve(ctx, s, paymentStatusRow, in)
 }
 
-// PaymentStatusWCust serves paymentStatusWCust: the status and the payer.
+// PaymentStatusWCust serves paymentStatusWCust.
 func (s *Service) PaymentStatusWCust(ctx context.Context, in *SessionInfo) (*PaymentStatusWCust, error) {
-	st, p, err := s.statusOp(ctx, "paymentStatusWCust", in)
-	if err != nil {
-		return nil, err
-	}
-	return withCustomer(st, p), nil
+	return serve(ctx, s, paymentStatusWCustRow, in)
 }
 
-func (s *Service) statusOp(ctx context.Context, op string, in *SessionInfo) (*PaymentStatus, *restbackend.Payment, error) {
-	ref, r := s.readSessionInfo(in, "paymentSessionInfo")
-	if r != nil {
-		s.refused(ctx, op, ref, r)
-		return s.failedStatus(ref, r.desc), nil, nil
-	}
-	st, p, err := s.statusFor(ctx, ref.M, *ref.PaymentID)
-	if err != nil {
-		if errors.As(err, &r) {
-			s.refused(ctx, op, ref, r)
-			return s.failedStatus(ref, r.desc), nil, nil
-		}
-		return nil, nil, err
-	}
-	return st, p, nil
-}
-
-// statusFor reads payment id of m from the gateway and builds its signed
-// legacy status, productName taken from the bridge's session (the parent's
-// for a recurring child without one). The error is a *refusal (the gateway
-// refused) or a *ServerError.
+// statusFor reads payment id of m from the gateway and builds its legacy
+// status (unsigned), productName taken from the bridge's session (the
+// parent's for a recurring child without one). The error is a *refusal
+// (the gateway refused) or a *ServerError.
 func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*PaymentStatus, *restbackend.Payment, error) {
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
@@ -131,9 +94,6 @@ func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Payment
 	// session knows it, as the return and the notification report it.
 	if st.ParentPaymentSessionID == nil && found && sess.PaymentID == p.ID {
 		st.ParentPaymentSessionID = optInt(sess.ParentID)
-	}
-	if err := st.sign(m.SecureKey); err != nil {
-		return nil, nil, err
 	}
 	return st, p, nil
 }
@@ -245,20 +205,4 @@ func (s *Service) gatewayFailed(ctx context.Context, what string, goid, id int64
 	}
 	lvl("gateway call failed", zap.String("call", what), zap.Int64("goid", goid), zap.Int64("payment", id), zap.Error(err))
 	return out
-}
-
-// refused logs a refused request (without its signature).
-func (s *Service) refused(ctx context.Context, op string, ref sessionRef, r *refusal) {
-	fs := []zap.Field{zap.String("op", op), zap.String("reason", r.desc)}
-	if ref.GoID != nil {
-		fs = append(fs, zap.Int64("goid", *ref.GoID))
-	}
-	if ref.PaymentID != nil {
-		fs = append(fs, zap.Int64("payment", *ref.PaymentID))
-	}
-	s.logFor(ctx).Info("request refused", fs...)
-	// Every SOAP refusal passes here: the one place to count forgeries.
-	if r.badSig && s.onBadSignature != nil && ref.GoID != nil {
-		s.onBadSignature(op, *ref.GoID)
-	}
 }

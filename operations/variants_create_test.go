@@ -16,11 +16,11 @@ import (
 // unknown channel codes next to known ones.
 func TestPaymentRequestClientVariants(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
-	cfg := unitConfig()
+	cfg := unitConfig(t)
 	cfg.Logger = zap.New(core)
 	s, err := New(cfg)
 	require.NoError(t, err)
-	m := s.merchants[testGoID]
+	m := s.merchants.Load().byGoID[testGoID]
 	base := func() *PaymentCommand {
 		return &PaymentCommand{TotalPrice: ptr(int64(100)), Currency: "CZK", OrderNumber: "1", ProductName: "x",
 			SuccessURL: "https://e/s", FailedURL: "https://e/f"}

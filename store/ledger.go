@@ -7,8 +7,10 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,7 +23,7 @@ import (
 // fields (CallKey). Its entry goes through:
 //
 //	ClaimCall → pending ──CallDone────→ done      (replayed to repeats)
-//	   (SetNote: baseline before the POST)
+//	   (SetBaseline: a refund's baseline before the POST)
 //	                    ├─CallInDoubt─→ in_doubt  (repeats reconcile; then CallDone or CallNotDone)
 //	                    └─CallNotDone─→ (deleted: a repeat may act)
 //
@@ -38,11 +40,10 @@ type Ledger interface {
 	// outcome must be reconciled first, then released with CallNotDone).
 	// Of concurrent claimers of one key, in any process, one wins.
 	ClaimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (call Call, claimed bool, err error)
-	// SetNote records note on a pending call held by claim, before its
-	// gateway call: what reconciliation needs (a baseline) survives a
-	// lost reply, an expired context or a crash. A note over MaxNote is
-	// refused, never clipped.
-	SetNote(ctx context.Context, key CallKey, claim, note string, now time.Time) error
+	// SetBaseline records b on a pending call held by claim, before its
+	// gateway call: what a refund's reconciliation compares the refund
+	// history with survives a lost reply, an expired context or a crash.
+	SetBaseline(ctx context.Context, key CallKey, claim string, b RefundBaseline, now time.Time) error
 	// CallDone records the result of a pending or in-doubt call held by
 	// claim; repeats within the window get rec.
 	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error
@@ -58,6 +59,20 @@ type Ledger interface {
 	ReleaseCall(ctx context.Context, key CallKey, claim string) error
 	// LedgerCounts reports the entries not done (ledger_counts.go).
 	LedgerCounts(ctx context.Context) (LedgerCounts, error)
+	// TryLock takes the lock called name for every process sharing the
+	// store, or reports ok=false at once when another holder has it. The
+	// lock ends with unlock, or with the holder: on PostgreSQL it is an
+	// advisory lock of the holder's connection; on SQLite a row that
+	// expires ttl after it was taken.
+	TryLock(ctx context.Context, name string, ttl time.Duration) (unlock func(), ok bool, err error)
+}
+
+// RefundBaseline is what a refund's reconciliation compares the refund
+// history with: the ids of the refunds of Amount that existed before the
+// refund's POST. Exactly one new refund of Amount afterwards is this one.
+type RefundBaseline struct {
+	Amount    int64
+	RefundIDs []int64
 }
 
 // MaxNote bounds the note of a ledger entry.
@@ -98,7 +113,10 @@ type Call struct {
 	State CallState
 	Claim string // fencing token of the holder
 	CallRecord
-	Note      string // why in doubt
+	Note string // why in doubt
+	// Baseline is the refund baseline recorded before the POST; nil when
+	// none was (not a refund, or the POST was never reached).
+	Baseline  *RefundBaseline
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -125,10 +143,25 @@ func newClaim() (string, error) {
 }
 
 type ledgerQueries struct {
-	insert, takeOver, get, note, done, inDoubt, notDone, release string
+	insert, takeOver, get, baseline, done, inDoubt, notDone, release string
 }
 
 const ledgerCols = `goid, operation, request_hash, claim, state, payment_id, result, description, reply, note, created_at, updated_at`
+
+// ledgerRead is what a read of an entry selects: its columns and its baseline.
+const ledgerRead = ledgerCols + `, baseline_amount, baseline_refund_ids`
+
+// baselineNote is the note of an entry whose baseline is recorded. It
+// keeps the " baseline=" mark that versions before the baseline columns
+// looked for in the note, with a value they cannot parse: one of them
+// meeting this entry during a rolling upgrade reconciles it (outcome
+// unknown at worst) instead of taking it for a call that never reached the
+// gateway and refunding again.
+const baselineNote = "before the gateway call baseline=recorded"
+
+// legacyBaselineMark precedes the baseline in the note of entries written
+// by versions before the baseline columns ("ids:AMOUNT:ID,ID").
+const legacyBaselineMark = " baseline=ids:"
 
 func (d *dialect) ledgerQueries() ledgerQueries {
 	key := ` goid = ? AND operation = ? AND request_hash = ?`
@@ -140,10 +173,11 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 		// old entry, the second finds created_at already new. Only a done
 		// entry: a pending or in-doubt one may have moved money.
 		takeOver: d.rebind(`UPDATE ledger SET claim = ?, state = 'pending', payment_id = 0, result = '',
-				description = '', reply = '', note = '', created_at = ?, updated_at = ?
+				description = '', reply = '', note = '', baseline_amount = NULL, baseline_refund_ids = '[]',
+				created_at = ?, updated_at = ?
 			WHERE` + key + ` AND created_at < ? AND state = 'done'`),
-		get: d.rebind(`SELECT ` + ledgerCols + ` FROM ledger WHERE` + key),
-		note: d.rebind(`UPDATE ledger SET note = ?, updated_at = ?
+		get: d.rebind(`SELECT ` + ledgerRead + ` FROM ledger WHERE` + key),
+		baseline: d.rebind(`UPDATE ledger SET baseline_amount = ?, baseline_refund_ids = ?, note = ?, updated_at = ?
 			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		done: d.rebind(`UPDATE ledger SET state = 'done', payment_id = ?, result = ?, description = ?, reply = ?,
 				note = '', updated_at = ?
@@ -218,10 +252,11 @@ func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, wi
 // call reads an entry from the writer, so it sees the claim just lost.
 func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
 	var c Call
-	var state string
+	var state, ids string
+	var amount sql.NullInt64
 	err := s.w.QueryRowContext(ctx, s.lq.get, key.GoID, key.Operation, key.Hash).Scan(
 		&c.Key.GoID, &c.Key.Operation, &c.Key.Hash, &c.Claim, &state, &c.PaymentID, &c.Result,
-		&c.Description, &c.Reply, &c.Note, timeScan{&c.CreatedAt}, timeScan{&c.UpdatedAt})
+		&c.Description, &c.Reply, &c.Note, timeScan{&c.CreatedAt}, timeScan{&c.UpdatedAt}, &amount, &ids)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Call{}, ErrNotFound
 	}
@@ -229,14 +264,55 @@ func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
 		return Call{}, fmt.Errorf("store: read call %s: %w", key, err)
 	}
 	c.State = CallState(state)
+	switch {
+	case amount.Valid:
+		b := RefundBaseline{Amount: amount.Int64}
+		if err := json.Unmarshal([]byte(ids), &b.RefundIDs); err != nil {
+			return Call{}, fmt.Errorf("store: read call %s: baseline refund ids: %w", key, err)
+		}
+		c.Baseline = &b
+	case strings.Contains(c.Note, legacyBaselineMark):
+		c.Baseline = legacyBaseline(c.Note)
+	}
 	return c, nil
 }
 
-func (s *sqlStore) SetNote(ctx context.Context, key CallKey, claim, note string, now time.Time) error {
-	if len(note) > MaxNote {
-		return fmt.Errorf("store: call %s note: %d bytes is over %d", key, len(note), MaxNote)
+// legacyBaseline reads the baseline an older version wrote into the note
+// ("… baseline=ids:AMOUNT:ID,ID"). One that does not parse is still a
+// baseline (the POST may have been sent), with an amount no refund has, so
+// reconciliation finds its outcome unknown rather than "not done".
+func legacyBaseline(note string) *RefundBaseline {
+	text := note[strings.LastIndex(note, legacyBaselineMark)+len(legacyBaselineMark):]
+	amountText, idsText, _ := strings.Cut(text, ":")
+	amount, err := strconv.ParseInt(amountText, 10, 64)
+	if err != nil {
+		return &RefundBaseline{Amount: -1}
 	}
-	return s.finishCall(ctx, "note", key, s.lq.note, note, s.d.timeArg(now), key.GoID, key.Operation, key.Hash, claim)
+	b := &RefundBaseline{Amount: amount}
+	for _, f := range strings.Split(idsText, ",") {
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return &RefundBaseline{Amount: -1}
+		}
+		b.RefundIDs = append(b.RefundIDs, id)
+	}
+	return b
+}
+
+func (s *sqlStore) SetBaseline(ctx context.Context, key CallKey, claim string, b RefundBaseline, now time.Time) error {
+	ids := b.RefundIDs
+	if ids == nil {
+		ids = []int64{}
+	}
+	text, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("store: call %s baseline: %w", key, err)
+	}
+	return s.finishCall(ctx, "baseline", key, s.lq.baseline, b.Amount, string(text), baselineNote, s.d.timeArg(now),
+		key.GoID, key.Operation, key.Hash, claim)
 }
 
 func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error {

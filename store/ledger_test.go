@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -127,24 +128,28 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		require.True(t, claimed)
 		// The baseline is written before the POST, on the claim only.
 		at := t0.Add(3 * time.Second)
-		assert.ErrorIs(t, s.SetNote(ctx, key, "not-my-claim", " baseline=x", at), store.ErrNotClaimed)
-		assert.Error(t, s.SetNote(ctx, key, c.Claim, strings.Repeat("b", store.MaxNote+1), at), "a baseline is never clipped")
-		require.NoError(t, s.SetNote(ctx, key, c.Claim, " baseline=3000:[7]", at))
+		b := store.RefundBaseline{Amount: 3000, RefundIDs: []int64{7, 3000000009}}
+		assert.ErrorIs(t, s.SetBaseline(ctx, key, "not-my-claim", b, at), store.ErrNotClaimed)
+		require.NoError(t, s.SetBaseline(ctx, key, c.Claim, b, at))
 
 		old, claimed, err := s.ClaimCall(ctx, key, t0.Add(window+time.Hour), window)
 		require.NoError(t, err)
 		assert.False(t, claimed, "a pending entry past the window is not replaced")
 		assert.Equal(t, store.CallPending, old.State)
-		assert.Equal(t, " baseline=3000:[7]", old.Note)
+		require.NotNil(t, old.Baseline)
+		assert.Equal(t, b, *old.Baseline, "the baseline reads back typed")
 		assert.Equal(t, at, old.UpdatedAt, "stamped with the caller's clock")
 
-		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "lost reply baseline=3000:[7]", t0.Add(5*time.Second)))
+		require.NoError(t, s.CallInDoubt(ctx, key, c.Claim, "lost reply", t0.Add(5*time.Second)))
 		old, claimed, err = s.ClaimCall(ctx, key, t0.Add(3*window), window)
 		require.NoError(t, err)
 		assert.False(t, claimed, "an in-doubt entry past the window is not replaced")
 		assert.Equal(t, store.CallInDoubt, old.State)
+		assert.Equal(t, "lost reply", old.Note)
+		require.NotNil(t, old.Baseline, "the baseline outlives the in-doubt note")
+		assert.Equal(t, b, *old.Baseline)
 		assert.Equal(t, t0.Add(5*time.Second), old.UpdatedAt, "stamped with the caller's clock")
-		assert.ErrorIs(t, s.SetNote(ctx, key, c.Claim, "x", at), store.ErrNotClaimed, "a note only before the outcome")
+		assert.ErrorIs(t, s.SetBaseline(ctx, key, c.Claim, b, at), store.ErrNotClaimed, "a baseline only before the outcome")
 
 		// Reconciled as done: past the window, a new call.
 		require.NoError(t, s.CallDone(ctx, key, c.Claim, store.CallRecord{Result: "FINISHED"}, t0.Add(3*window+time.Minute)))
@@ -231,5 +236,65 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		}
 		wg.Wait()
 		assert.Equal(t, 1, won["x"])
+	})
+
+	// The refund lock: one holder across stores (replicas) on one database.
+	t.Run("LockOneHolder", func(t *testing.T) {
+		dsn := fresh(t)
+		a, b := open(t, dsn), open(t, dsn)
+		unlock, ok, err := a.TryLock(ctx, "refund/1/3000000001", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, ok, err = b.TryLock(ctx, "refund/1/3000000001", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, "another replica does not get a held lock")
+		_, ok, err = a.TryLock(ctx, "refund/1/3000000001", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, "nor does the same process a second time")
+		other, ok, err := b.TryLock(ctx, "refund/1/3000000002", time.Minute)
+		require.NoError(t, err)
+		assert.True(t, ok, "another payment's lock is free")
+		other()
+		unlock()
+		again, ok, err := b.TryLock(ctx, "refund/1/3000000001", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok, "free again once unlocked")
+		again()
+		_, _, err = a.TryLock(ctx, "", time.Minute)
+		assert.Error(t, err, "a lock needs a name")
+	})
+
+	// A holder that dies does not keep the lock for ever.
+	t.Run("LockOutlivesNoHolder", func(t *testing.T) {
+		dsn := fresh(t)
+		a, b := open(t, dsn), open(t, dsn)
+		if strings.HasSuffix(dsn, ".db") {
+			// SQLite: the row expires after its ttl.
+			_, ok, err := a.TryLock(ctx, "refund/1/7", time.Nanosecond)
+			require.NoError(t, err)
+			require.True(t, ok)
+			time.Sleep(2 * time.Millisecond) // past the expiry at the store's microsecond precision
+		} else {
+			// PostgreSQL: the lock ends with the holder's session, as when
+			// its process dies and the server drops the connection.
+			_, ok, err := a.TryLock(ctx, "refund/1/7", time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok)
+			db, err := sql.Open("pgx", dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			var killed int
+			require.NoError(t, db.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l
+				WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
+				AND ((l.classid::bigint << 32) | l.objid::bigint) =
+					('x' || substr(md5(coalesce(current_schema(), '') || '/refund/1/7'), 1, 16))::bit(64)::bigint`).Scan(&killed))
+			require.Equal(t, 1, killed, "the holder's session")
+		}
+		unlock, ok, err := b.TryLock(ctx, "refund/1/7", time.Minute)
+		require.NoError(t, err)
+		assert.True(t, ok, "taken over from a holder that is gone")
+		if ok {
+			unlock()
+		}
 	})
 }

@@ -55,6 +55,18 @@ type Operation struct {
 	Return Part
 }
 
+// OperationNames are the names of Operations, each once (refundPayment
+// has two forms), in the port type's order.
+func OperationNames() []string {
+	var names []string
+	for _, op := range Operations {
+		if len(names) == 0 || names[len(names)-1] != op.Name {
+			names = append(names, op.Name)
+		}
+	}
+	return names
+}
+
 // Operations are the operations of the service in the port type's order.
 // The WSDL is generated from this list; the SOAP dispatcher can check its
 // table against it.

@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
-	met := metrics.New(operationNames(), goidsOf(cfg.Merchants), st)
+	met := metrics.New(wsdl.OperationNames(), goidsOf(cfg.Merchants), st)
 	st = met.Store(st)
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
@@ -290,17 +290,6 @@ func goidsOf(ms []Merchant) []int64 {
 		goids[i] = m.GoID
 	}
 	return goids
-}
-
-// operationNames are the legacy operations, each once, in WSDL order.
-func operationNames() []string {
-	var names []string
-	for _, op := range wsdl.Operations {
-		if len(names) == 0 || names[len(names)-1] != op.Name {
-			names = append(names, op.Name)
-		}
-	}
-	return names
 }
 
 // newGuard compiles the merchants' caller rules and warns about every

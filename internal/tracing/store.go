@@ -65,10 +65,10 @@ func (s *tracedStore) ClaimCall(ctx context.Context, key store.CallKey, now time
 	return s.Store.ClaimCall(ctx, key, now, window)
 }
 
-func (s *tracedStore) SetNote(ctx context.Context, key store.CallKey, claim, note string, now time.Time) (err error) {
-	ctx, span := s.start(ctx, "set_note", attribute.String("soapbridge.operation", key.Operation))
+func (s *tracedStore) SetBaseline(ctx context.Context, key store.CallKey, claim string, b store.RefundBaseline, now time.Time) (err error) {
+	ctx, span := s.start(ctx, "set_baseline", attribute.String("soapbridge.operation", key.Operation))
 	defer func() { end(span, err) }()
-	return s.Store.SetNote(ctx, key, claim, note, now)
+	return s.Store.SetBaseline(ctx, key, claim, b, now)
 }
 
 func (s *tracedStore) CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) (err error) {

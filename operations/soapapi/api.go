@@ -77,12 +77,12 @@ type API struct {
 	ops    map[string][]binding // by operation name; overloads in WSDL order
 }
 
-// binding is one operation of the WSDL table and the core method serving it.
+// binding is one operation of the WSDL table and the core's row serving it.
 type binding struct {
 	op   wsdl.Operation
+	row  operations.Operation
 	in   reflect.Type // the request type; nil when the operation takes none
 	goid []int        // index of the request's goid field (targetGoId, eshopGoId); nil if none
-	call func(ctx context.Context, in any) (any, error)
 }
 
 // goidField finds the goid field of a request type: the one whose legacy
@@ -112,14 +112,9 @@ func (b binding) goidOf(in any) int64 {
 	return f.Elem().Int()
 }
 
-// typed adapts a core method taking and returning legacy types.
-func typed[In, Out any](f func(context.Context, *In) (Out, error)) binding {
-	return binding{in: reflect.TypeFor[In](), call: func(ctx context.Context, in any) (any, error) {
-		return f(ctx, in.(*In))
-	}}
-}
-
-// New checks the WSDL table against the core types and returns the API.
+// New binds every operation of the WSDL table to the core's row of the
+// same name and input type, checks the WSDL's types against the core's,
+// and returns the API.
 func New(cfg Config) (*API, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("soapapi: no service")
@@ -138,69 +133,47 @@ func New(cfg Config) (*API, error) {
 	if a.limits == (soapenc.Limits{}) {
 		a.limits = soapenc.DefaultLimits()
 	}
-	s := cfg.Service
-	byInput := map[string]binding{
-		"createPaymentRequest":          typed(s.CreatePayment),
-		"voidAuthorizationRequest":      typed(s.VoidAuthorization),
-		"createRecurrentPaymentRequest": typed(s.CreateRecurrentPayment),
-		"refundPaymentRequest":          typed(s.RefundPayment),
-		"refundPaymentRequest1":         typed(s.RefundPaymentRequest),
-		"partiallyRefundPaymentRequest": typed(s.PartiallyRefundPayment),
-		"paymentStatusRequest":          typed(s.PaymentStatus),
-		"paymentStatusWCustRequest":     typed(s.PaymentStatusWCust),
-		"voidRecurrentPaymentRequest":   typed(s.VoidRecurrentPayment),
-		"createBuyerRequest":            typed(s.CreateBuyer),
-		"capturePaymentRequest":         typed(s.CapturePayment),
-		"paymentMethodListRequest": {call: func(ctx context.Context, _ any) (any, error) {
-			return s.PaymentMethodList(ctx)
-		}},
-		"touchRequest": {call: func(ctx context.Context, _ any) (any, error) { return s.Touch(ctx) }},
-	}
 	a.ops = map[string][]binding{}
-	for _, op := range wsdl.Operations {
-		b, ok := byInput[op.Input]
-		if !ok {
-			return nil, fmt.Errorf("soapapi: operation %s (%s) has no core method", op.Name, op.Input)
-		}
-		if err := checkSignature(op, b); err != nil {
-			return nil, fmt.Errorf("soapapi: %w", err)
-		}
-		b.op = op
-		b.goid = goidField(b.in)
-		a.ops[op.Name] = append(a.ops[op.Name], b)
-		delete(byInput, op.Input)
+	unbound := map[operations.Operation]bool{}
+	for _, r := range operations.Operations() {
+		unbound[r] = true
 	}
-	for in := range byInput {
-		return nil, fmt.Errorf("soapapi: core method bound to %s, which the WSDL table lacks", in)
+	for _, op := range wsdl.Operations {
+		in := inputType(op)
+		var row operations.Operation
+		for r := range unbound {
+			if r.Name() == op.Name && r.Input() == in {
+				row = r
+			}
+		}
+		if row == nil {
+			return nil, fmt.Errorf("soapapi: operation %s (%s, input %v) has no row in the core's table", op.Name, op.Input, in)
+		}
+		if out := goTypes[localName(op.Return.Type)]; out != nil && row.Output() != reflect.PointerTo(out) {
+			return nil, fmt.Errorf("soapapi: %s returns %s but its row answers %v", op.Name, op.Return.Type, row.Output())
+		}
+		delete(unbound, row)
+		a.ops[op.Name] = append(a.ops[op.Name], binding{op: op, row: row, in: in, goid: goidField(in)})
+	}
+	for r := range unbound {
+		return nil, fmt.Errorf("soapapi: the core's row %s (input %v) is not in the WSDL table", r.Name(), r.Input())
 	}
 	return a, nil
 }
 
-// checkSignature checks that the request type of b is the Go type of the
-// operation's input part.
-func checkSignature(op wsdl.Operation, b binding) error {
+// inputType is the Go type of an operation's input part; nil when it
+// takes none.
+func inputType(op wsdl.Operation) reflect.Type {
 	if op.Param == nil {
-		if b.in != nil {
-			return fmt.Errorf("%s takes no input but its method takes %s", op.Name, b.in)
-		}
 		return nil
 	}
-	_, local, _ := strings.Cut(op.Param.Type, ":")
-	if want := goTypes[local]; b.in != want {
-		return fmt.Errorf("%s takes %s (%v) but its method takes %v", op.Name, op.Param.Type, want, b.in)
-	}
-	return nil
+	return goTypes[localName(op.Param.Type)]
 }
 
-// OperationNames lists the operations served, in WSDL order, each once.
-func (a *API) OperationNames() []string {
-	var names []string
-	for _, op := range wsdl.Operations {
-		if len(names) == 0 || names[len(names)-1] != op.Name {
-			names = append(names, op.Name)
-		}
-	}
-	return names
+// localName is a qualified name without its prefix.
+func localName(qname string) string {
+	_, local, _ := strings.Cut(qname, ":")
+	return local
 }
 
 // Invoke performs one decoded call. The operation is chosen by the RPC
@@ -251,7 +224,7 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 			return nil, info, clientFault(err.Error())
 		}
 	}
-	out, err := b.call(ctx, in)
+	out, err := a.svc.Invoke(ctx, b.row, in)
 	if err != nil {
 		info.result = ResultServerFault
 		var se *operations.ServerError

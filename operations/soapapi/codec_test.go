@@ -68,7 +68,7 @@ func TestCheckBindingCatchesDrift(t *testing.T) {
 // Every operation of the WSDL table is bound to a core method whose request
 // type is its part's type.
 func TestEveryOperationBound(t *testing.T) {
-	a := unitAPI(t, unitConfig())
+	a := unitAPI(t, unitConfig(t))
 	n := 0
 	for _, bs := range a.ops {
 		n += len(bs)

@@ -1,9 +1,10 @@
 package soapapi
 
 import (
+	"context"
 	"testing"
 
-	"github.com/legacybridge/soapbridge/store/storetest"
+	"github.com/legacybridge/soapbridge/store"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -21,11 +22,11 @@ func testMerchant() operations.Merchant {
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
-func unitConfig() operations.Config {
+func unitConfig(t *testing.T) operations.Config {
 	return operations.Config{
 		Merchants: []operations.Merchant{testMerchant()},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &storetest.Sessions{},
+		Store:     memStore(t),
 		PublicURL: "https://bridge.example",
 	}
 }
@@ -38,4 +39,13 @@ func unitAPI(t *testing.T, cfg operations.Config) *API {
 	a, err := New(Config{Service: s, Logger: cfg.Logger})
 	require.NoError(t, err)
 	return a
+}
+
+// memStore is a private in-memory SQLite store.
+func memStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), ":memory:")
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -20,7 +20,7 @@ import (
 // access log line of its request.
 func TestLogLinesCarryRequestID(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	cfg := unitConfig()
+	cfg := unitConfig(t)
 	cfg.Logger = zap.New(core)
 	s := unitAPI(t, cfg)
 

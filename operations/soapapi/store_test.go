@@ -19,7 +19,7 @@ import (
 
 // failStore fails every session write once on is set.
 type failStore struct {
-	store.Store
+	operations.Store
 	on atomic.Bool
 }
 

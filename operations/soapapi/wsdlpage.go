@@ -34,7 +34,7 @@ func WSDLHandler(d *wsdl.Doc, publicURL, soapPath string, serviceName string) ec
 			return c.Blob(http.StatusOK, "text/xml; charset=utf-8", d.Bytes(addr))
 		}
 		var b strings.Builder
-		if err := page.Execute(&b, pageData{Service: serviceName, WSDL: addr + "?wsdl", Operations: operationNames()}); err != nil {
+		if err := page.Execute(&b, pageData{Service: serviceName, WSDL: addr + "?wsdl", Operations: wsdl.OperationNames()}); err != nil {
 			return err
 		}
 		return c.HTML(http.StatusOK, b.String())
@@ -140,16 +140,6 @@ func checkPort(port, hostport string) error {
 		return errHost
 	}
 	return nil
-}
-
-func operationNames() []string {
-	var names []string
-	for _, o := range wsdl.Operations {
-		if len(names) == 0 || names[len(names)-1] != o.Name {
-			names = append(names, o.Name)
-		}
-	}
-	return names
 }
 
 type pageData struct {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/legacybridge/soapbridge/store/storetest"
-
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,8 +38,8 @@ func TestPayBaseDetachedFromBrowser(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); sb.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := &storetest.Sessions{}
-	cfg := unitConfig()
+	st := memStore(t)
+	cfg := unitConfig(t)
 	cfg.Store = st
 	cfg.Gateway = restbackend.New(restbackend.Config{BaseURL: srv.URL,
 		HTTPClient: &http.Client{Transport: hangUp{next: &http.Transport{}, cancel: cancel}}})

@@ -2,8 +2,9 @@ package web
 
 import (
 	"context"
+	"testing"
 
-	"github.com/legacybridge/soapbridge/store/storetest"
+	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -17,23 +18,21 @@ const (
 )
 
 // unitConfig is a core whose gateway is unreachable.
-func unitConfig() operations.Config {
+func unitConfig(t *testing.T) operations.Config {
 	return operations.Config{
 		Merchants: []operations.Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
 			SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}},
 		Gateway:   restbackend.New(restbackend.Config{BaseURL: "http://127.0.0.1:1"}),
-		Store:     &storetest.Sessions{},
-		Ledger:    memLedger(),
+		Store:     memStore(t),
 		PublicURL: "https://bridge.example",
 	}
 }
 
-// memLedger is a private in-memory SQLite store standing for the ledger of
-// money-moving calls (createPayment of pay-base-v2 runs under it).
-func memLedger() store.Ledger {
+// memStore is a private in-memory SQLite store.
+func memStore(t *testing.T) store.Store {
+	t.Helper()
 	st, err := store.Open(context.Background(), ":memory:")
-	if err != nil {
-		panic(err)
-	}
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
 	return st
 }

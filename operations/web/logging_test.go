@@ -21,7 +21,7 @@ import (
 // the operation a flow runs, carry the request id like a SOAP call's.
 func TestFlowLogLinesCarryRequestID(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	cfg := unitConfig() // its gateway is unreachable: the flows fail and log
+	cfg := unitConfig(t) // its gateway is unreachable: the flows fail and log
 	cfg.Logger = zap.New(core)
 	s, err := operations.New(cfg)
 	require.NoError(t, err)

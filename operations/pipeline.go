@@ -1,0 +1,341 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
+)
+
+// One pipeline serves every legacy operation (serve); the operations are
+// rows of a table (table.go) that say only what differs: how a request names
+// its merchant and proves to be the merchant's (auth), what else it must
+// satisfy (check), how it moves money (money) and what it answers (reply,
+// fail). The pipeline does the rest the same way for all: the call deadline,
+// the merchant lookup, the signature check with the merchant's keys, a
+// refusal answered as a signed failure, the ledger and the refund lock of a
+// money-moving call, the log lines, the observer and the reply's signature.
+
+// Operation is one row of the table, as the adapters see it: the SOAP
+// adapter binds each to the WSDL operation of the same name and input type.
+type Operation interface {
+	// Name is the legacy operation's name (refundPayment has two rows).
+	Name() string
+	// Input is the legacy request type (*Input is what Invoke takes); nil
+	// when the operation takes none.
+	Input() reflect.Type
+	// Output is the reply's type, as Invoke returns it.
+	Output() reflect.Type
+	invoke(ctx context.Context, s *Service, in any) (any, error)
+}
+
+// Invoke serves one call of op; in is a *Input (nil for an operation
+// without input). The error is a *ServerError (or an internal one): every
+// refusal is a reply.
+func (s *Service) Invoke(ctx context.Context, op Operation, in any) (any, error) {
+	return op.invoke(ctx, s, in)
+}
+
+// Operations is the table, in no particular order.
+func Operations() []Operation { return table }
+
+// noInput is the input of the operations that take none.
+type noInput struct{}
+
+// row is one operation. In is its request type, Out its reply type.
+type row[In, Out any] struct {
+	name string
+	// auth reads how the request names its merchant and what it signed;
+	// nil for the operations that name none (touch, paymentMethodList).
+	auth func(in *In) auth
+	// check validates what the signature covers, before any gateway call.
+	check func(c *call, in *In) *refusal
+	// money, for a call that moves money, is its ledger policy; the
+	// pipeline runs it once per signed request (see once) and puts the
+	// record in c.rec for reply.
+	money func(ctx context.Context, c *call, in *In) (*money, *refusal)
+	// reply builds the answer (unsigned). A *refusal error becomes fail's
+	// reply; any other error is the call's error.
+	reply func(ctx context.Context, c *call, in *In) (Out, error)
+	// fail is the reply to a refused call (unsigned).
+	fail func(c *call, in *In, r *refusal) Out
+	// sign signs a reply with key; nil when replies are not signed.
+	sign func(c *call, out Out, key string) error
+}
+
+func (r *row[In, Out]) Name() string { return r.name }
+
+func (r *row[In, Out]) Input() reflect.Type {
+	if t := reflect.TypeFor[In](); t != reflect.TypeFor[noInput]() {
+		return t
+	}
+	return nil
+}
+
+func (r *row[In, Out]) Output() reflect.Type { return reflect.TypeFor[Out]() }
+
+func (r *row[In, Out]) invoke(ctx context.Context, s *Service, in any) (any, error) {
+	typed, _ := in.(*In)
+	return serve(ctx, s, r, typed)
+}
+
+// auth is what a request says of its merchant and its signature.
+type auth struct {
+	part    string // the request part's legacy name, for messages
+	invalid string // the adapter's first reading problem ("" none)
+	goid    *int64
+	payment *int64 // the payment the call is about; nil when none
+	// need are values that must be present before the signature is
+	// checked, in order: the first absent one refuses the call.
+	need []need
+	sig  string
+	// signed are the field lists the signature may cover, canonical
+	// first; nil: the request is not signed.
+	signed [][]string
+}
+
+type need struct {
+	name    string // as the refusal names it
+	present bool
+}
+
+// call is one call on its way through the pipeline.
+type call struct {
+	s       *Service
+	op      string
+	goid    *int64
+	payment *int64
+	m       Merchant
+	known   bool // m is the merchant of goid: replies can be signed
+	v       verified
+	log     *zap.Logger
+
+	// What a money call leaves for its reply (see once).
+	rec      store.CallRecord      // the ledger's record: acted now, replayed or reconciled
+	ledger   *held                 // the ledger entry this call holds
+	baseline *store.RefundBaseline // a refund's baseline, once recorded or read
+	// fresh is the payment this call created (createPayment,
+	// createRecurrentPayment), freshProduct the productName its reply
+	// carries.
+	fresh        *restbackend.Payment
+	freshProduct *string
+	// replay is the read of a recorded payment for a repeat answered from
+	// the ledger.
+	replay *replay
+}
+
+// replay is a recorded payment as it is now.
+type replay struct {
+	st  *PaymentStatus
+	p   *restbackend.Payment
+	err error
+}
+
+// signingKey is the key replies to c are signed with: the one the request
+// was signed with (the shop verifies with the key it signs with), else the
+// merchant's current key.
+func (c *call) signingKey() string {
+	if c.v.key != "" {
+		return c.v.key
+	}
+	return c.m.SecureKey
+}
+
+// serve runs one call of r.
+func serve[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, error) {
+	out, _, err := serveCall(ctx, s, r, in)
+	return out, err
+}
+
+// serveCall is serve that also returns the finished call.
+func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, *call, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	start := time.Now()
+	c := &call{s: s, op: r.name, log: s.logFor(ctx)}
+	out, result, err := r.run(ctx, c, in)
+	s.observe(c, result, time.Since(start))
+	return out, c, err
+}
+
+// Results the observer is told.
+const (
+	resultOK           = "ok"            // answered
+	resultRefused      = "refused"       // answered with a failure reply
+	resultBadSignature = "bad_signature" // refused: the signature does not verify
+	resultServerError  = "server_error"  // a fault: the bridge or the gateway failed
+)
+
+func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, result string, err error) {
+	refused := func(rf *refusal) (Out, string, error) {
+		c.refused(rf)
+		out := r.fail(c, in, rf)
+		if c.known && r.sign != nil {
+			if err := r.sign(c, out, c.signingKey()); err != nil {
+				c.log.Error("signing a reply failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
+			}
+		}
+		if rf.badSig {
+			return out, resultBadSignature, nil
+		}
+		return out, resultRefused, nil
+	}
+	failed := func(err error) (Out, string, error) {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			return refused(rf)
+		}
+		var zero Out
+		return zero, resultServerError, err
+	}
+	if r.auth != nil {
+		if rf := c.authenticate(r.auth(in)); rf != nil {
+			return refused(rf)
+		}
+	}
+	if r.check != nil {
+		if rf := r.check(c, in); rf != nil {
+			return refused(rf)
+		}
+	}
+	if r.money != nil {
+		pol, rf := r.money(ctx, c, in)
+		if rf != nil {
+			return refused(rf)
+		}
+		if c.rec, err = c.s.once(ctx, c, pol); err != nil {
+			return failed(err)
+		}
+	}
+	out, err = r.reply(ctx, c, in)
+	if err != nil {
+		return failed(err)
+	}
+	if r.sign != nil && c.known {
+		if err := r.sign(c, out, c.signingKey()); err != nil {
+			return failed(err)
+		}
+	}
+	return out, resultOK, nil
+}
+
+// authenticate finds the merchant a request names and checks what it
+// signed; nothing is asked of the gateway before it succeeds.
+func (c *call) authenticate(a auth) *refusal {
+	c.goid, c.payment = a.goid, a.payment
+	if a.goid != nil {
+		c.m, c.known = c.s.merchant(*a.goid)
+	}
+	switch {
+	case a.invalid != "":
+		// Refused as read, signed when the merchant is known.
+		return &refusal{desc: a.invalid}
+	case a.goid == nil:
+		return refuse("missing targetGoId")
+	case !c.known:
+		return refuse("unknown targetGoId %d: no such e-shop is configured at this bridge (reply not signed: no secure key is known)", *a.goid)
+	}
+	for _, n := range a.need {
+		if !n.present {
+			return refuse("missing %s", n.name)
+		}
+	}
+	if a.signed == nil {
+		return nil
+	}
+	v, ok := c.m.verify(a.sig, a.signed...)
+	if !ok {
+		return badSignature(a.part)
+	}
+	c.v = v
+	return nil
+}
+
+// refused logs a refused call (never its signature) and counts a forgery.
+func (c *call) refused(r *refusal) {
+	fs := []zap.Field{zap.String("op", c.op), zap.String("reason", r.desc)}
+	if c.goid != nil {
+		fs = append(fs, zap.Int64("goid", *c.goid))
+	}
+	if c.payment != nil {
+		fs = append(fs, zap.Int64("payment", *c.payment))
+	}
+	c.log.Info("request refused", fs...)
+	if r.badSig && c.s.onBadSignature != nil && c.goid != nil {
+		c.s.onBadSignature(c.op, *c.goid)
+	}
+}
+
+// observe tells the observer of a finished call.
+func (s *Service) observe(c *call, result string, d time.Duration) {
+	if s.observer == nil {
+		return
+	}
+	o := CallOutcome{Operation: c.op, Result: result, Duration: d}
+	if c.known {
+		o.GoID = c.m.GoID
+	}
+	s.observer.ObserveCall(o)
+}
+
+// CallOutcome is what an Observer is told of each call the pipeline
+// finished.
+type CallOutcome struct {
+	Operation string
+	// GoID is the configured merchant the call was for; 0 when it named
+	// none the bridge knows (so that no client can grow a label set).
+	GoID     int64
+	Result   string // ok, refused, bad_signature or server_error
+	Duration time.Duration
+}
+
+// Observer is told of every call the pipeline finishes (metrics, the usage
+// record). It is called on the hot path: it must not block.
+type Observer interface {
+	ObserveCall(o CallOutcome)
+}
+
+// Replies of the legacy result types: failures and signatures.
+
+// failStatus is the CALL_FAILED EPaymentStatus of a refused call.
+func failStatus[In any](c *call, _ *In, r *refusal) *PaymentStatus {
+	desc := r.desc
+	return &PaymentStatus{TargetGoID: c.goid, PaymentSessionID: c.payment, Result: callFailed, ResultDescription: &desc}
+}
+
+func signStatus(_ *call, st *PaymentStatus, key string) error { return st.sign(key) }
+
+// failResult is the FAILED EPaymentResult of a refused call.
+func failResult[In any](c *call, _ *In, r *refusal) *PaymentResult {
+	desc := r.desc
+	return &PaymentResult{PaymentSessionID: c.payment, Result: Failed, ResultDescription: &desc}
+}
+
+func signResult(_ *call, r *PaymentResult, key string) error { return r.sign(key) }
+
+// recordResult is the EPaymentResult of a money call's ledger record: the
+// same reply for the call and for every repeat answered from the ledger.
+// Only FINISHED and ACCEPTED are success (see resultRecord), so the bridge
+// never reports a success it did not get.
+func recordResult[In any](_ context.Context, c *call, _ *In) (*PaymentResult, error) {
+	r := &PaymentResult{PaymentSessionID: c.payment, Result: c.rec.Result}
+	if c.rec.Description != "" {
+		r.ResultDescription = ptr(c.rec.Description)
+	}
+	return r, nil
+}
+
+// validUTF8 makes values safe to log.
+func validUTF8(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.ToValidUTF8(v, "?")
+	}
+	return out
+}

@@ -1,0 +1,13 @@
+-- The refund baseline of a ledger entry in columns of its own (before, it
+-- was text inside the note). A NULL amount means no baseline was recorded.
+-- The ids are a JSON array of the refund ids of that amount that existed
+-- before the refund's POST. Refund locks are advisory locks on PostgreSQL:
+-- no table. Migrations run under an advisory lock: once per database.
+
+-- +goose Up
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS baseline_amount BIGINT;
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS baseline_refund_ids TEXT NOT NULL DEFAULT '[]';
+
+-- +goose Down
+ALTER TABLE ledger DROP COLUMN IF EXISTS baseline_refund_ids;
+ALTER TABLE ledger DROP COLUMN IF EXISTS baseline_amount;
