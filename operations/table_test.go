@@ -1,0 +1,309 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
+)
+
+// One short test per row of the table, against the fake gateway: what the
+// operation asks of the gateway and what it answers. The SOAP and HTTP
+// paths of the same operations are the golden and end-to-end tests.
+
+var bg = context.Background()
+
+func signed(t *testing.T, fields ...string) string {
+	t.Helper()
+	sig, err := Sign(testSecureKey, fields...)
+	require.NoError(t, err)
+	return sig
+}
+
+// sessionInfo is a signed EPaymentSessionInfo of payment id.
+func sessionInfo(t *testing.T, id int64) *SessionInfo {
+	goid := int64(testGoID)
+	return &SessionInfo{TargetGoID: &goid, PaymentSessionID: &id,
+		EncryptedSignature: signed(t, PaymentSessionFields(FormatInt(goid), FormatInt(id))...)}
+}
+
+// refundRequest is a signed ERefundRequest of amount CZK of payment id.
+func refundRequest(t *testing.T, id, amount int64, desc string) *RefundRequest {
+	goid := int64(testGoID)
+	return &RefundRequest{TargetGoID: &goid, PaymentSessionID: &id, Amount: &amount, Currency: "CZK", Description: desc,
+		EncryptedSignature: signed(t, RefundRequestFields(FormatInt(goid), FormatInt(id), FormatInt(amount), "CZK", desc)...)}
+}
+
+func verifiesAsStatus(t *testing.T, st *PaymentStatus) {
+	t.Helper()
+	require.NotNil(t, st.EncryptedSignature)
+	assert.True(t, Verify(testSecureKey, *st.EncryptedSignature, st.SignatureFields()...), "reply signed with the merchant's key")
+}
+
+func verifiesAsResult(t *testing.T, r *PaymentResult) {
+	t.Helper()
+	require.NotNil(t, r.EncryptedSignature)
+	assert.True(t, Verify(testSecureKey, *r.EncryptedSignature, PaymentResultFields(formatOptInt(r.PaymentSessionID), r.Result)...))
+}
+
+func TestRowPaymentStatus(t *testing.T) {
+	s, gw, st := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 12900)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: id, GoID: testGoID, ProductName: "Kniha"}))
+	got, err := s.PaymentStatus(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, CallCompleted, got.Result)
+	assert.Equal(t, "PAID", *got.SessionState)
+	assert.Equal(t, "Kniha", *got.ProductName, "productName from the bridge's session")
+	verifiesAsStatus(t, got)
+
+	// Forged: refused with a signed CALL_FAILED, and the gateway is not asked.
+	in := sessionInfo(t, id)
+	in.EncryptedSignature = sessionInfo(t, id+1).EncryptedSignature
+	got, err = s.PaymentStatus(bg, in)
+	require.NoError(t, err)
+	assert.Equal(t, callFailed, got.Result)
+	assert.Contains(t, *got.ResultDescription, "invalid encryptedSignature of paymentSessionInfo")
+	verifiesAsStatus(t, got)
+	assert.Equal(t, 1, gw.count("status"))
+
+	// Unknown goid: refused, not signed (no key known).
+	other := int64(42)
+	in.TargetGoID = &other
+	got, err = s.PaymentStatus(bg, in)
+	require.NoError(t, err)
+	assert.Nil(t, got.EncryptedSignature)
+	assert.Contains(t, *got.ResultDescription, "unknown targetGoId 42")
+}
+
+func TestRowPaymentStatusWCust(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 100)
+	gw.payments[id].Payer = &restbackend.Payer{Contact: &restbackend.Contact{FirstName: "Jiří", Email: "jiri@example.cz"}}
+	got, err := s.PaymentStatusWCust(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	require.NotNil(t, got.CustomerData)
+	assert.Equal(t, "Jiří", got.CustomerData.FirstName)
+	verifiesAsStatus(t, &got.PaymentStatus)
+
+	got, err = s.PaymentStatusWCust(bg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "missing paymentSessionInfo", *got.ResultDescription)
+}
+
+func TestRowCapturePayment(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StateAuthorized, 100)
+	got, err := s.CapturePayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result)
+	verifiesAsResult(t, got)
+	again, err := s.CapturePayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, got, again, "a repeat is answered from the ledger")
+	assert.Equal(t, 1, gw.count("capture"), "captured once")
+}
+
+func TestRowVoidAuthorization(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StateAuthorized, 100)
+	got, err := s.VoidAuthorization(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result)
+	assert.Equal(t, restbackend.StateCanceled, gw.payments[id].State)
+
+	// A reply lost after the gateway voided: reconciled by the state.
+	id2 := gw.add(restbackend.StateAuthorized, 100)
+	gw.fail["void"], gw.lostReply = errors.New("connection reset"), true
+	got, err = s.VoidAuthorization(bg, sessionInfo(t, id2))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result, "the state tells the void happened")
+}
+
+func TestRowVoidRecurrentPayment(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 100)
+	gw.payments[id].Recurrence = &restbackend.Recurrence{RecurrenceCycle: "ON_DEMAND", RecurrenceState: "STARTED"}
+	got, err := s.VoidRecurrentPayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result)
+	verifiesAsResult(t, got)
+
+	// The .NET library's scheme, as the merchant chose.
+	cfg := unitConfig(t)
+	cfg.Merchants[0].VoidRecurrentReply = ReplyPaymentSession
+	cfg.Gateway, cfg.Store = gw, memStore(t)
+	s2, err := New(cfg)
+	require.NoError(t, err)
+	got, err = s2.VoidRecurrentPayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.True(t, Verify(testSecureKey, *got.EncryptedSignature, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...))
+}
+
+func TestRowRefundPayment(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 12900)
+	got, err := s.RefundPayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result)
+	assert.Equal(t, []restbackend.Refund{{ID: gw.refunds[id][0].ID, Amount: 12900, State: restbackend.RefundSucceeded}}, gw.refunds[id],
+		"the whole amount refunded")
+	got, err = s.RefundPayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result, "answered from the ledger")
+	assert.Equal(t, 1, gw.count("refund"))
+}
+
+func TestRowRefundRequests(t *testing.T) {
+	for name, refund := range map[string]func(*Service, *RefundRequest) (*PaymentResult, error){
+		"partiallyRefundPayment":       func(s *Service, in *RefundRequest) (*PaymentResult, error) { return s.PartiallyRefundPayment(bg, in) },
+		"refundPayment(refundRequest)": func(s *Service, in *RefundRequest) (*PaymentResult, error) { return s.RefundPaymentRequest(bg, in) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, gw, _ := fakeService(t)
+			id := gw.add(restbackend.StatePaid, 12900)
+			got, err := refund(s, refundRequest(t, id, 3000, "first"))
+			require.NoError(t, err)
+			assert.Equal(t, Finished, got.Result)
+			verifiesAsResult(t, got)
+			got, err = refund(s, refundRequest(t, id, 3000, "first"))
+			require.NoError(t, err)
+			assert.Equal(t, Finished, got.Result)
+			assert.Len(t, gw.refunds[id], 1, "the same signed request refunds once")
+			_, err = refund(s, refundRequest(t, id, 3000, "second"))
+			require.NoError(t, err)
+			assert.Len(t, gw.refunds[id], 2, "another description is another refund")
+
+			got, err = refund(s, refundRequest(t, id, 0, "zero"))
+			require.NoError(t, err)
+			assert.Equal(t, "refundRequest.amount must be positive", *got.ResultDescription)
+			in := refundRequest(t, id, 100, "euro")
+			in.Currency = "EUR"
+			in.EncryptedSignature = signed(t, RefundRequestFields(FormatInt(testGoID), FormatInt(id), "100", "EUR", "euro")...)
+			got, err = refund(s, in)
+			require.NoError(t, err)
+			assert.Contains(t, *got.ResultDescription, "does not match the payment's currency CZK")
+			assert.Equal(t, 2, gw.count("refund"), "refused requests reach no refund")
+		})
+	}
+}
+
+func TestRowCreatePayment(t *testing.T) {
+	s, gw, st := fakeService(t)
+	goid, price := int64(testGoID), int64(12900)
+	c := &PaymentCommand{TargetGoID: &goid, ProductName: "Kniha", TotalPrice: &price, Currency: "CZK", OrderNumber: "OBJ-1",
+		SuccessURL: "https://shop.example/ok", FailedURL: "https://shop.example/ko", PaymentChannels: "eu_gp_u"}
+	c.EncryptedSignature = signed(t, c.SignatureFields()...)
+	got, err := s.CreatePayment(bg, c)
+	require.NoError(t, err)
+	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
+	verifiesAsStatus(t, got)
+	sess, err := st.Session(bg, *got.PaymentSessionID)
+	require.NoError(t, err, "the session is saved before the shop learns the payment")
+	assert.Equal(t, "https://shop.example/ok", sess.SuccessURL)
+
+	again, err := s.CreatePayment(bg, c)
+	require.NoError(t, err)
+	assert.Equal(t, *got.PaymentSessionID, *again.PaymentSessionID, "a repeat while CREATED answers the same payment")
+	assert.Equal(t, 1, gw.count("create"))
+
+	bad := *c
+	bad.OrderNumber = "OBJ-2" // the signature covers OBJ-1
+	got, err = s.CreatePayment(bg, &bad)
+	require.NoError(t, err)
+	assert.Equal(t, callFailed, got.Result)
+	assert.Equal(t, 1, gw.count("create"), "a forged command creates nothing")
+}
+
+func TestRowCreateRecurrentPayment(t *testing.T) {
+	s, gw, st := fakeService(t)
+	parent := gw.add(restbackend.StatePaid, 500)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
+	goid, price := int64(testGoID), int64(500)
+	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-1", TotalPrice: &price,
+		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-1", "500")...)}
+	got, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
+	assert.Equal(t, parent, *got.ParentPaymentSessionID)
+	assert.Equal(t, "Předplatné", *got.ProductName, "the parent's productName")
+	verifiesAsStatus(t, got)
+	again, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	assert.Equal(t, *got.PaymentSessionID, *again.PaymentSessionID)
+	assert.Equal(t, 1, gw.count("recurrence"), "charged once")
+}
+
+func TestRowCreateBuyer(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	goid, email := int64(testGoID), "buyer@example.cz"
+	got, err := s.CreateBuyer(bg, &BuyerCreate{EshopGoID: &goid, BuyerEmail: &email,
+		EncryptedSignature: signed(t, CreateBuyerFields(FormatInt(goid), "", email)...)})
+	require.NoError(t, err)
+	assert.Equal(t, Failed, got.Result)
+	assert.Equal(t, createBuyerNotSupported, *got.ResultDescription)
+	assert.Nil(t, got.EncryptedSignature, "no reply scheme is published")
+	assert.Equal(t, &email, got.BuyerEmail)
+	assert.Empty(t, gw.calls)
+}
+
+func TestRowPaymentMethodList(t *testing.T) {
+	s, _, _ := fakeService(t)
+	ms, err := s.PaymentMethodList(bg)
+	require.NoError(t, err)
+	var codes []string
+	for _, m := range ms {
+		codes = append(codes, m.Code)
+	}
+	assert.Equal(t, []string{"eu_gp_u", "cz_kb", "eu_bank"}, codes)
+}
+
+func TestRowTouch(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	got, err := s.Touch(bg)
+	require.NoError(t, err)
+	assert.Equal(t, "OK", got)
+	assert.Empty(t, gw.calls)
+}
+
+// observed records what the pipeline tells its observer.
+type observed struct{ got []CallOutcome }
+
+func (o *observed) ObserveCall(c CallOutcome) { o.got = append(o.got, c) }
+
+// The pipeline tells the observer every call's result, with the goid only
+// when it is a configured merchant.
+func TestPipelineObserves(t *testing.T) {
+	obs := &observed{}
+	cfg := unitConfig(t)
+	gw := newFakeGateway()
+	cfg.Gateway, cfg.Observer = gw, obs
+	s, err := New(cfg)
+	require.NoError(t, err)
+	id := gw.add(restbackend.StatePaid, 100)
+	_, _ = s.PaymentStatus(bg, sessionInfo(t, id))
+	forged := sessionInfo(t, id)
+	forged.EncryptedSignature = "00"
+	_, _ = s.PaymentStatus(bg, forged)
+	other := int64(42)
+	forged.TargetGoID = &other
+	_, _ = s.CapturePayment(bg, forged)
+	gw.fail["status"] = errors.New("gateway down")
+	_, _ = s.PaymentStatus(bg, sessionInfo(t, id))
+	var got []CallOutcome
+	for _, o := range obs.got {
+		o.Duration = 0
+		got = append(got, o)
+	}
+	assert.Equal(t, []CallOutcome{
+		{Operation: "paymentStatus", GoID: testGoID, Result: resultOK},
+		{Operation: "paymentStatus", GoID: testGoID, Result: resultBadSignature},
+		{Operation: "capturePayment", Result: resultRefused},
+		{Operation: "paymentStatus", GoID: testGoID, Result: resultServerError},
+	}, got)
+}
