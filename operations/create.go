@@ -322,14 +322,26 @@ var createRecurrentPaymentRow = &row[RecurrenceRequest, *PaymentStatus]{
 	sign: signStatus,
 }
 
+// errRecurrenceUnconfirmed answers a createRecurrentPayment whose reply
+// was lost until the gateway tells the bridge of the child.
+var errRecurrenceUnconfirmed = serverError("outcome unknown: the payment gateway has not confirmed the recurring payment yet; " +
+	"retry the same call later: it is answered with the payment once the gateway confirms it, and never charges twice")
+
 // recurrencePolicy is the ledger policy of createRecurrentPayment. The
-// gateway lists no children of a parent, so a child whose reply was lost
-// cannot be found: the call stays in doubt and a repeat answers "outcome
-// unknown" instead of charging again.
+// gateway lists no children of a parent, but it notifies the bridge of
+// each child's state, and a child names its parent: the callback records
+// the child's session (childSession). A call whose reply was lost stays in
+// doubt until then; its repeats are reconciled with the parent's children
+// the bridge has learnt since the call (findChild).
 func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 	m, parentID := c.m, *rr.ParentPaymentSessionID
+	order, amount := trim(rr.OrderNumber), *rr.TotalPrice
 	return &money{
 		payment: parentID,
+		unknown: errRecurrenceUnconfirmed,
+		reconcile: func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
+			return s.findChild(ctx, c, parentID, order, amount)
+		},
 		act: func(ctx context.Context) (store.CallRecord, error) {
 			// The child inherits currency and productName from the parent:
 			// from the bridge's session, else (a parent not created here)
@@ -384,6 +396,28 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 			return store.CallRecord{PaymentID: child.ID, Result: CallCompleted}, nil
 		},
 	}
+}
+
+// findChild reconciles a createRecurrentPayment: done when exactly one
+// child of parentID with its order number and amount was recorded since the
+// call's ledger entry was made; unknown otherwise (none yet, or more than
+// one to choose from). Never "not done": the gateway may still report it.
+func (s *Service) findChild(ctx context.Context, c *call, parentID int64, order string, amount int64) (store.CallRecord, restbackend.Outcome) {
+	kids, err := s.store.Children(ctx, parentID)
+	if err != nil {
+		c.log.Warn("reconciliation: children not readable", zap.Int64("parent", parentID), zap.Error(err))
+		return store.CallRecord{}, restbackend.OutcomeUnknown
+	}
+	var found []int64
+	for _, k := range kids {
+		if k.OrderNumber == order && k.Amount == amount && !k.CreatedAt.Before(c.since) {
+			found = append(found, k.PaymentID)
+		}
+	}
+	if len(found) != 1 {
+		return store.CallRecord{}, restbackend.OutcomeUnknown
+	}
+	return store.CallRecord{PaymentID: found[0], Result: CallCompleted}, restbackend.OutcomeDone
 }
 
 // CreateRecurrentPayment serves createRecurrentPayment.

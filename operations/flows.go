@@ -128,18 +128,26 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 }
 
 // childSession makes the legacy session of a recurring payment the gateway
-// charged on its own (DAY/WEEK/MONTH cycles), which the bridge has not seen
-// yet: derived from its parent's, so that returns, notifications and
-// paymentStatus treat it like any other payment. It carries the parent's
+// charged (a DAY/WEEK/MONTH cycle, or an ON_DEMAND child whose
+// createRecurrentPayment reply was lost), which the bridge has not seen
+// yet: derived from its parent's, so that returns, notifications,
+// paymentStatus and the reconciliation of a lost createRecurrentPayment
+// (findChild) treat it like any other payment. It carries the parent's
 // token (the gateway copied the parent's callbacks), which the callback's
-// token must match before anything is saved (errWrongToken).
-// store.ErrNotFound when p has no parent the bridge knows for m.
+// token must match before anything is saved (errWrongToken). A parent the
+// bridge has no session of (created before the bridge, whose callbacks
+// carry no token) gives a child session from the gateway's facts alone.
+// store.ErrNotFound when p has no parent, or its parent is another
+// merchant's.
 func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.Payment, token string) (store.Session, error) {
 	if p.ParentID == 0 {
 		return store.Session{}, store.ErrNotFound
 	}
 	parent, err := s.store.Session(ctx, p.ParentID)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound) && token == "":
+		parent = store.Session{PaymentID: p.ParentID, GoID: m.GoID}
+	case err != nil:
 		return store.Session{}, err
 	}
 	if parent.GoID != m.GoID {

@@ -45,14 +45,16 @@ func (s *Service) CallDeadline() time.Duration { return s.callDeadline }
 // write after it must still happen) and bounded by the call deadline. The
 // adapters take it where the call starts (the SOAP adapter before it reads
 // the body, so the deadline bounds the upload too); the pipeline applies
-// the deadline again (bound), which only ever shortens it.
+// the deadline again (Bound), which only ever shortens it.
 func (s *Service) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), s.callDeadline)
 }
 
-// bound gives ctx the call deadline unless it already ends sooner, so that
-// a caller that detached ctx without CallContext is still bounded.
-func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+// Bound gives ctx the call deadline unless it already ends sooner: the
+// pipeline bounds every call with it (so that a caller that detached ctx
+// without CallContext is still bounded), the web adapter every browser
+// flow.
+func (s *Service) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.callDeadline)
 }
 
@@ -140,6 +142,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 			return store.CallRecord{}, serverError("session store unavailable")
 		}
 		h := &held{key: key, claim: entry.Claim}
+		c.since = entry.CreatedAt
 		if claimed {
 			c.ledger = h
 			return s.act(ctx, c, log, pol, unknown)

@@ -119,6 +119,7 @@ type call struct {
 	// What a money call leaves for its reply (see once).
 	rec      store.CallRecord      // the ledger's record: acted now, replayed or reconciled
 	ledger   *held                 // the ledger entry this call holds
+	since    time.Time             // when the ledger entry of the call was made
 	baseline *store.RefundBaseline // a refund's baseline, once recorded or read
 	// fresh is the payment this call created (createPayment,
 	// createRecurrentPayment), freshProduct the productName its reply
@@ -155,7 +156,7 @@ func serve[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In
 
 // serveCall is serve that also returns the finished call.
 func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, *call, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	start := time.Now()
 	c := &call{s: s, op: r.name, log: s.logFor(ctx)}

@@ -38,6 +38,8 @@ type Sessions interface {
 	SaveSession(ctx context.Context, s store.Session) error
 	// Session returns store.ErrNotFound for a payment without one.
 	Session(ctx context.Context, paymentID int64) (store.Session, error)
+	// Children are the sessions of a recurring parent's children.
+	Children(ctx context.Context, parentID int64) ([]store.Session, error)
 }
 
 // Ledger records the money-moving calls, so that a repeat never makes the

@@ -297,6 +297,29 @@ func (s PaymentStatusFields) Fields() []string {
 		s.SessionSubState, s.PaymentChannel}
 }
 
+// PaymentStatusReplyFields are the paymentStatus signature fields of an
+// EPaymentStatus reply read back member by member, as a client verifying
+// it hashes them: member returns a member's text by its legacy name ("" when
+// absent or nil), booleans as sent ("true"/"false").
+func PaymentStatusReplyFields(member func(name string) string) []string {
+	flag := func(name string) string {
+		switch member(name) {
+		case "true":
+			return "1"
+		case "false":
+			return "0"
+		}
+		return ""
+	}
+	return PaymentStatusFields{
+		TargetGoID: member("targetGoId"), ProductName: member("productName"), TotalPrice: member("totalPrice"),
+		Currency: member("currency"), OrderNumber: member("orderNumber"), RecurrentPayment: flag("recurrentPayment"),
+		ParentPaymentSessionID: member("parentPaymentSessionId"), PreAuthorization: flag("preAuthorization"),
+		Result: member("result"), SessionState: member("sessionState"), SessionSubState: member("sessionSubState"),
+		PaymentChannel: member("paymentChannel"),
+	}.Fields()
+}
+
 // PaymentResultFields: every EPaymentResult reply.
 func PaymentResultFields(paymentSessionID, result string) []string {
 	return []string{paymentSessionID, trim(result)}

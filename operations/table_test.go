@@ -307,3 +307,41 @@ func TestPipelineObserves(t *testing.T) {
 		{Operation: "paymentStatus", GoID: testGoID, Result: resultServerError},
 	}, got)
 }
+
+// A createRecurrentPayment whose reply was lost after the gateway charged:
+// answered "retry later" (not "read paymentStatus": the shop has no id to
+// read) until the gateway's notification of the child reaches the bridge;
+// then the same call is answered with the child, and nothing is charged
+// twice.
+func TestRowCreateRecurrentPaymentLostReply(t *testing.T) {
+	s, gw, st := fakeService(t)
+	parent := gw.add(restbackend.StatePaid, 500)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
+	goid, price := int64(testGoID), int64(500)
+	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-2", TotalPrice: &price,
+		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-2", "500")...)}
+	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
+
+	_, err := s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceUnconfirmed, err)
+	assert.Contains(t, err.Error(), "retry the same call later")
+	_, err = s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceUnconfirmed, err, "nothing learnt yet: still unknown")
+
+	// The gateway notifies the child; the bridge records its session.
+	child := gw.next - 1
+	require.Equal(t, parent, gw.payments[child].ParentID)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: child, ParentID: parent, GoID: testGoID,
+		ProductName: "Předplatné", OrderNumber: "R-2", Amount: 500, Currency: "CZK", CreatedAt: s.now()}))
+
+	got, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
+	assert.Equal(t, child, *got.PaymentSessionID, "the retry answers the child")
+	assert.Equal(t, "Předplatné", *got.ProductName)
+	verifiesAsStatus(t, got)
+	again, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	assert.Equal(t, child, *again.PaymentSessionID, "settled: answered from the ledger")
+	assert.Equal(t, 1, gw.count("recurrence"), "charged once")
+}

@@ -72,7 +72,7 @@ func (d *dialect) rebind(q string) string {
 }
 
 type queries struct {
-	saveSession, saveToken, session            string
+	saveSession, saveToken, session, children  string
 	enqueue, claim                             string
 	delivered, retry, dead, exists, countState string
 }
@@ -97,6 +97,9 @@ func (d *dialect) queries() queries {
 		session: d.rebind(`SELECT ` + qualifiedSessionCols + `, COALESCE(t.return_token, '')
 			FROM sessions s LEFT JOIN session_tokens t ON t.payment_id = s.payment_id
 			WHERE s.payment_id = ?`),
+		children: d.rebind(`SELECT ` + qualifiedSessionCols + `, COALESCE(t.return_token, '')
+			FROM sessions s LEFT JOIN session_tokens t ON t.payment_id = s.payment_id
+			WHERE s.parent_id = ? ORDER BY s.payment_id`),
 		enqueue: d.rebind(`INSERT INTO outbox
 				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at, request_id)
 			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?, ?)
@@ -204,6 +207,27 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 	}
 	s.sessions.add(ss, loaded, saves)
 	return ss, nil
+}
+
+func (s *sqlStore) Children(ctx context.Context, parentID int64) ([]Session, error) {
+	rows, err := s.r.QueryContext(ctx, s.q.children, parentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: read children of payment %d: %w", parentID, err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var ss Session
+		if err := rows.Scan(&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
+			&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.ReturnToken); err != nil {
+			return nil, fmt.Errorf("store: read children of payment %d: %w", parentID, err)
+		}
+		out = append(out, ss)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read children of payment %d: %w", parentID, err)
+	}
+	return out, nil
 }
 
 func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {

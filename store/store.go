@@ -64,6 +64,9 @@ type Store interface {
 	SaveSession(ctx context.Context, s Session) error
 	// Session returns the session of paymentID or ErrNotFound.
 	Session(ctx context.Context, paymentID int64) (Session, error)
+	// Children returns the sessions of the recurring children of
+	// parentID that the bridge knows, oldest payment first.
+	Children(ctx context.Context, parentID int64) ([]Session, error)
 
 	// Enqueue adds n to the outbox unless a notification with the same Key
 	// exists; it reports whether n was added. It is durable when it returns.

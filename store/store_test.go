@@ -70,6 +70,29 @@ func suite(t *testing.T, fresh freshDSN) {
 		assert.Equal(t, map[int64]string{7: "req-abc", 8: ""}, ids)
 	})
 
+	// The children of a recurring parent: the sessions naming it, oldest
+	// payment first, with their tokens.
+	t.Run("Children", func(t *testing.T) {
+		s := open(t, fresh(t))
+		for _, ss := range []store.Session{
+			{PaymentID: 30, ParentID: 10, GoID: 1, OrderNumber: "R-2", Amount: 500, Currency: "CZK", CreatedAt: t0.Add(time.Minute)},
+			{PaymentID: 20, ParentID: 10, GoID: 1, OrderNumber: "R-1", Amount: 500, Currency: "CZK", CreatedAt: t0, ReturnToken: "tok"},
+			{PaymentID: 10, GoID: 1, OrderNumber: "P", Amount: 500, Currency: "CZK", CreatedAt: t0},
+			{PaymentID: 40, ParentID: 11, GoID: 1, OrderNumber: "X", Amount: 1, Currency: "CZK", CreatedAt: t0},
+		} {
+			require.NoError(t, s.SaveSession(ctx, ss))
+		}
+		kids, err := s.Children(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, kids, 2)
+		assert.Equal(t, []int64{20, 30}, []int64{kids[0].PaymentID, kids[1].PaymentID})
+		assert.Equal(t, "tok", kids[0].ReturnToken)
+		assert.Equal(t, t0.Add(time.Minute), kids[1].CreatedAt)
+		none, err := s.Children(ctx, 20)
+		require.NoError(t, err)
+		assert.Empty(t, none)
+	})
+
 	t.Run("Sessions", func(t *testing.T) {
 		s := open(t, fresh(t))
 		_, err := s.Session(ctx, 3000000001)

@@ -248,23 +248,9 @@ func flowStatus(t *testing.T, bridge, id string) *etree.Document {
 	require.NoError(t, err)
 	require.Equal(t, "CALL_COMPLETED", flowText(doc, "result"), flowText(doc, "resultDescription"))
 	f := func(n string) string { return flowText(doc, n) }
-	assert.True(t, operations.Verify(demoSecureKey, f("encryptedSignature"), operations.PaymentStatusFields{
-		TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"), Currency: f("currency"),
-		OrderNumber: f("orderNumber"), RecurrentPayment: flowBool(f("recurrentPayment")), ParentPaymentSessionID: f("parentPaymentSessionId"),
-		PreAuthorization: flowBool(f("preAuthorization")), Result: f("result"), SessionState: f("sessionState"),
-		SessionSubState: f("sessionSubState"), PaymentChannel: f("paymentChannel"),
-	}.Fields()...), "paymentStatus signature")
+	assert.True(t, operations.Verify(demoSecureKey, f("encryptedSignature"), operations.PaymentStatusReplyFields(f)...),
+		"paymentStatus signature")
 	return doc
-}
-
-func flowBool(s string) string {
-	switch s {
-	case "true":
-		return "1"
-	case "false":
-		return "0"
-	}
-	return s
 }
 
 // flowArtifacts is where the screenshots of test go.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,8 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
-
-	"github.com/legacybridge/soapbridge/soapenc"
 )
 
 // capListener caps the open connections in all and per client address.
@@ -107,31 +104,34 @@ func (c *cappedConn) Close() error {
 	return err
 }
 
-// rateLimit caps the requests per second of the whole bridge (health
-// probes excepted). A SOAP call over the limit gets a SOAP fault saying so
-// (legacy clients read nothing else); other requests get 429. Both carry
-// Retry-After. A rate of 0 is no limit.
-func rateLimit(perSecond float64, burst int, soapPath string) echo.MiddlewareFunc {
+// newLimiter is the bridge-wide rate limit: perSecond requests, burst at
+// once (twice the rate when 0); nil when perSecond is 0 (no limit).
+func newLimiter(perSecond float64, burst int) *rate.Limiter {
 	if perSecond <= 0 {
-		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+		return nil
 	}
 	if burst <= 0 {
 		burst = max(1, int(2*perSecond))
 	}
-	lim := rate.NewLimiter(rate.Limit(perSecond), burst)
+	return rate.NewLimiter(rate.Limit(perSecond), burst)
+}
+
+// rateLimit refuses a request over lim with Retry-After and refuse's
+// answer (a SOAP fault on the SOAP endpoint, 429 elsewhere), saying what
+// the limit is. A nil lim is no limit.
+func rateLimit(lim *rate.Limiter, refuse func(c echo.Context, text string) error) echo.MiddlewareFunc {
+	if lim == nil {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
 	text := fmt.Sprintf("rate limit exceeded: the bridge accepts at most %s requests per second; retry later",
-		strconv.FormatFloat(perSecond, 'f', -1, 64))
+		strconv.FormatFloat(float64(lim.Limit()), 'f', -1, 64))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			r := c.Request()
-			if r.URL.Path == "/healthz" || lim.Allow() {
+			if lim.Allow() {
 				return next(c)
 			}
 			c.Response().Header().Set("Retry-After", "1")
-			if isSOAPCall(r, soapPath) {
-				return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
-			}
-			return echo.NewHTTPError(http.StatusTooManyRequests, text)
+			return refuse(c, text)
 		}
 	}
 }

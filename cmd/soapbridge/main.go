@@ -201,13 +201,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	e := newEcho(cfg, log, tr)
-	e.POST(cfg.SOAPPath, api.Handler())
-	e.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
+	e := newEcho(log, tr)
 	e.GET("/healthz", healthz)
+	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
+	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
+	rest := webRoutes(e, lim, svc.Bound)
+	rest.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	web.New(svc, log.Named("operations")).Register(e)
+	web.New(svc, log.Named("operations")).Register(rest)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup

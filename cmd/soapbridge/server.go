@@ -9,59 +9,107 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/time/rate"
 
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
 	"github.com/legacybridge/soapbridge/soapenc"
 )
 
-// newEcho returns the router with the bridge's middleware, outermost
-// first: request id, access log, call context (request id, trace), rate
-// limit, panic recovery, body limit, deadline (not on SOAP POSTs).
-func newEcho(cfg Config, log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
+// newEcho returns the router with the middleware every request goes
+// through, outermost first: request id, access log, call context (request
+// id, trace), panic recovery. What differs between the SOAP endpoint and
+// the rest is in each route group's own chain (soapRoute, webRoutes).
+func newEcho(log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
-	e.HTTPErrorHandler = errorHandler(cfg.SOAPPath, e.DefaultHTTPErrorHandler)
 	e.Use(
 		dropBadRequestID,
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
 		accessLog(log.Named("http")),
-		callContext(tr, cfg.SOAPPath),
-		rateLimit(cfg.RateLimit, cfg.RateBurst, cfg.SOAPPath),
-		middleware.RecoverWithConfig(middleware.RecoverConfig{
-			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-				log.Error("panic recovered",
-					zap.String("request_id", requestID(c)),
-					zap.String("method", c.Request().Method),
-					zap.String("path", c.Request().URL.Path),
-					zap.Error(err), zap.ByteString("stack", stack))
-				return echo.NewHTTPError(http.StatusInternalServerError)
-			},
-		}),
-		bodyLimit(cfg.MaxBodyBytes, cfg.SOAPPath),
-		withDeadline(cfg.CallDeadline, cfg.SOAPPath),
+		callContext(tr),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
 	)
 	return e
 }
 
-// withDeadline bounds every request by the call deadline, except the SOAP
-// endpoint's POSTs: their handler sets the same deadline itself, detached
-// from the client's connection (so a hang-up cannot cut a POST short),
-// before it reads the body, and bounds the wait for a parse slot with it.
-// A second deadline there would cost a timer and a request copy per call.
-func withDeadline(d time.Duration, soapPath string) echo.MiddlewareFunc {
+// logPanic logs a recovered panic with its request and stack; the client
+// gets a bare 500 (or, on the SOAP endpoint, a fault saying "internal
+// error"), never the panic's text.
+func logPanic(log *zap.Logger) middleware.LogErrorFunc {
+	return func(c echo.Context, err error, stack []byte) error {
+		log.Error("panic recovered",
+			zap.String("request_id", requestID(c)),
+			zap.String("method", c.Request().Method),
+			zap.String("path", c.Request().URL.Path),
+			zap.Error(err), zap.ByteString("stack", stack))
+		return echo.NewHTTPError(http.StatusInternalServerError)
+	}
+}
+
+// soapRoute adds the SOAP endpoint's POST with its own chain: its trace
+// span named "SOAP call", every error or panic below answered as a fault
+// (legacy clients read nothing else), the bridge's rate limit answered as
+// a fault too. The handler itself reads the body under the SOAP limits and
+// gives the call its deadline before it reads
+// (operations.Service.CallContext).
+func soapRoute(e *echo.Echo, path string, h echo.HandlerFunc, lim *rate.Limiter, log *zap.Logger) {
+	e.POST(path, h,
+		soapSpan,
+		soapFaults,
+		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log), DisableErrorHandler: true}),
+		rateLimit(lim, func(c echo.Context, text string) error {
+			return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
+		}))
+}
+
+// soapSpan names the call's span (started by callContext) for what it is:
+// every operation arrives at the same path with the same method.
+func soapSpan(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		trace.SpanFromContext(c.Request().Context()).SetName("SOAP call")
+		return next(c)
+	}
+}
+
+// soapFaults answers an error of the SOAP chain with a SOAP fault: a
+// Client fault for a 4xx, a Server fault saying "internal error" otherwise.
+func soapFaults(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		f := &soapenc.Fault{Code: soapenc.FaultServer, String: "internal error"}
+		var he *echo.HTTPError
+		if errors.As(err, &he) && he.Code < 500 {
+			f = &soapenc.Fault{Code: soapenc.FaultClient, String: http.StatusText(he.Code)}
+		}
+		return soapenc.WriteFault(c.Response(), f)
+	}
+}
+
+// webRoutes is the group of every other route (WSDL, browser flows, the
+// gateway's callbacks): the rate limit answered 429, the body cap, and the
+// call deadline from bound (the core's).
+func webRoutes(e *echo.Echo, lim *rate.Limiter, bound func(context.Context) (context.Context, context.CancelFunc)) *echo.Group {
+	return e.Group("",
+		rateLimit(lim, func(_ echo.Context, text string) error { return echo.NewHTTPError(http.StatusTooManyRequests, text) }),
+		bodyLimit(otherBodyLimit),
+		withDeadline(bound))
+}
+
+// withDeadline bounds a request by the call deadline.
+func withDeadline(bound func(context.Context) (context.Context, context.CancelFunc)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			r := c.Request()
-			if isSOAPCall(r, soapPath) {
-				return next(c)
-			}
-			ctx, cancel := context.WithTimeout(r.Context(), d)
+			ctx, cancel := bound(c.Request().Context())
 			defer cancel()
-			c.SetRequest(r.WithContext(ctx))
+			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}
 	}
@@ -86,24 +134,6 @@ func newHTTPServer(cfg Config, h http.Handler, log *zap.Logger) *http.Server {
 
 func healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// errorHandler answers errors of the SOAP endpoint's POST with a SOAP fault
-// (legacy clients understand nothing else) and the rest with echo's JSON.
-func errorHandler(soapPath string, next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
-	return func(err error, c echo.Context) {
-		r := c.Request()
-		if c.Response().Committed || !isSOAPCall(r, soapPath) {
-			next(err, c)
-			return
-		}
-		f := &soapenc.Fault{Code: soapenc.FaultServer, String: "internal error"}
-		var he *echo.HTTPError
-		if errors.As(err, &he) && he.Code < 500 {
-			f = &soapenc.Fault{Code: soapenc.FaultClient, String: http.StatusText(he.Code)}
-		}
-		soapenc.WriteFault(c.Response(), f) //nolint:errcheck // the client is gone
-	}
 }
 
 // accessLog logs one line per request: method, path (never the query: the
@@ -141,12 +171,6 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 	}
 }
 
-// isSOAPCall reports whether r is a call to the SOAP endpoint (a POST to
-// its path): the requests the SOAP handler, not echo, answers and bounds.
-func isSOAPCall(r *http.Request, soapPath string) bool {
-	return r.Method == http.MethodPost && r.URL.Path == soapPath
-}
-
 func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
 
 // dropBadRequestID removes a client-sent X-Request-Id that is not a short
@@ -174,25 +198,19 @@ func isToken(s string, max int) bool {
 	return true
 }
 
-// otherBodyLimit caps the bodies of the paths other than the SOAP
-// endpoint; the browser flows (base-integration form, statements) set
-// tighter limits of their own.
+// otherBodyLimit caps the bodies of the routes other than the SOAP
+// endpoint (whose body soapenc reads under its own limit); the browser
+// flows (base-integration form, statements) set tighter limits of their
+// own.
 const otherBodyLimit = 1 << 20
 
-// bodyLimit caps the SOAP endpoint's request bodies at soapMax bytes and
-// every other body at otherBodyLimit. A declared length over the cap is
-// refused at once with 413, except on the SOAP endpoint's POST, where
-// soapenc reads under the same cap and answers with a SOAP fault.
-func bodyLimit(soapMax int64, soapPath string) echo.MiddlewareFunc {
+// bodyLimit caps request bodies at max bytes: a declared length over it is
+// refused at once with 413.
+func bodyLimit(max int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			soap := isSOAPCall(r, soapPath)
-			max := int64(otherBodyLimit)
-			if soap {
-				max = soapMax
-			}
-			if r.ContentLength > max && !soap {
+			if r.ContentLength > max {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body too large")
 			}
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, max)

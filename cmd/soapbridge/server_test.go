@@ -272,10 +272,12 @@ func testEcho(t *testing.T) (*echo.Echo, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg := defaultConfig()
-	e := newEcho(cfg, zap.New(core), tracing.Disabled())
-	e.GET("/panic", func(echo.Context) error { panic("boom") })
-	e.POST(cfg.SOAPPath, func(echo.Context) error { panic("boom in SOAP") })
-	e.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	log := zap.New(core)
+	e := newEcho(log, tracing.Disabled())
+	soapRoute(e, cfg.SOAPPath, func(echo.Context) error { panic("boom in SOAP") }, nil, log)
+	rest := webRoutes(e, nil, func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithCancel(ctx) })
+	rest.GET("/panic", func(echo.Context) error { panic("boom") })
+	rest.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	return e, logs
 }
 

@@ -17,7 +17,7 @@ import (
 // call enqueues, and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
-func callContext(tr *tracing.Tracer, soapPath string) echo.MiddlewareFunc {
+func callContext(tr *tracing.Tracer) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -27,11 +27,8 @@ func callContext(tr *tracing.Tracer, soapPath string) echo.MiddlewareFunc {
 				c.SetRequest(r.WithContext(ctx))
 				return next(c)
 			}
-			name := r.Method + " " + c.Path() // the route, not the URL: bounded names
-			if isSOAPCall(r, soapPath) {
-				name = "SOAP call"
-			}
-			ctx, span := tr.StartCall(ctx, name, id)
+			// The route, not the URL: bounded names.
+			ctx, span := tr.StartCall(ctx, r.Method+" "+c.Path(), id)
 			defer span.End()
 			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
 			if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {

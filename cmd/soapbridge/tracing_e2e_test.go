@@ -123,11 +123,12 @@ func TestTracesOverOTLP(t *testing.T) {
 	t.Logf("children of the SOAP span: %v", children)
 	assert.Equal(t, 1, children["gateway refund"], "one span per REST exchange: the refund POST")
 	assert.GreaterOrEqual(t, children["gateway payment status"], 1)
-	// Two claims: the refund itself and the payment's refund lock (one
-	// refund of a payment at a time), released when it is done.
-	assert.Equal(t, 2, children["store claim_call"])
+	// The refund's ledger entry, and the payment's refund lock (one
+	// refund of a payment at a time).
+	assert.Equal(t, 1, children["store claim_call"])
+	assert.Equal(t, 1, children["store try_lock"])
 	assert.Equal(t, 1, children["store call_done"])
-	assert.Equal(t, 1, children["store set_note"], "the refund baseline, saved before the POST")
+	assert.Equal(t, 1, children["store set_baseline"], "the refund baseline, saved before the POST")
 	for name := range children {
 		assert.True(t, strings.HasPrefix(name, "gateway ") || strings.HasPrefix(name, "store "), name)
 	}

@@ -144,12 +144,8 @@ func createVariant(t *testing.T, b *bridgeProc, file string, headers map[string]
 	ret = postVariant(t, b, variantBytes(t, file), headers)
 	require.Equal(t, "CALL_COMPLETED", childText(ret, "result"), childText(ret, "resultDescription"))
 	f := func(n string) string { return childText(ret, n) }
-	assert.True(t, operations.Verify(demoSecureKey, f("encryptedSignature"), operations.PaymentStatusFields{
-		TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"), Currency: f("currency"),
-		OrderNumber: f("orderNumber"), RecurrentPayment: flowBool(f("recurrentPayment")), ParentPaymentSessionID: f("parentPaymentSessionId"),
-		PreAuthorization: flowBool(f("preAuthorization")), Result: f("result"), SessionState: f("sessionState"),
-		SessionSubState: f("sessionSubState"), PaymentChannel: f("paymentChannel"),
-	}.Fields()...), "createPayment reply signature")
+	assert.True(t, operations.Verify(demoSecureKey, f("encryptedSignature"), operations.PaymentStatusReplyFields(f)...),
+		"createPayment reply signature")
 	return f("paymentSessionId"), ret
 }
 

@@ -89,6 +89,12 @@ func (s *tracedStore) ReleaseCall(ctx context.Context, key store.CallKey, claim 
 	return s.Store.ReleaseCall(ctx, key, claim)
 }
 
+func (s *tracedStore) TryLock(ctx context.Context, name string, ttl time.Duration) (unlock func(), ok bool, err error) {
+	ctx, span := s.start(ctx, "try_lock")
+	defer func() { span.SetAttributes(attribute.Bool("soapbridge.locked", ok)); end(span, err) }()
+	return s.Store.TryLock(ctx, name, ttl)
+}
+
 func (s *tracedStore) CallNotDone(ctx context.Context, key store.CallKey, claim string) (err error) {
 	ctx, span := s.start(ctx, "call_not_done", attribute.String("soapbridge.operation", key.Operation))
 	defer func() { end(span, err) }()

@@ -316,13 +316,11 @@ func (a *API) Handler() echo.HandlerFunc {
 		start := time.Now()
 		// Log lines of this call carry the request id of the access log.
 		ctx := logctx.WithRequestID(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID))
-		// A client that hangs up must not cut a gateway call short: a
-		// POST aborted midway has an unknown outcome, and the session write
-		// after it must still happen. The call deadline bounds the whole
-		// call instead, from here on: the upload of the body, the wait for
-		// a parse slot and every gateway call. No POST starts unless it can
+		// Detached from the client's connection and bounded by the call
+		// deadline from here on: the upload of the body, the wait for a
+		// parse slot and every gateway call. No POST starts unless it can
 		// end before it.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.svc.CallDeadline())
+		cctx, cancel := a.svc.CallContext(ctx)
 		defer cancel()
 		call, err := soapenc.ReadRequestContext(cctx, req, a.limits)
 		if err != nil {

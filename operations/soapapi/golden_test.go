@@ -375,25 +375,10 @@ func checkReplySignature(t *testing.T, b []byte) {
 		}
 		return ""
 	}
-	boolf := func(n string) string {
-		switch text(n) {
-		case "true":
-			return "1"
-		case "false":
-			return "0"
-		}
-		return ""
-	}
 	var fields []string
 	switch {
 	case ret.SelectElement("sessionState") != nil:
-		fields = operations.PaymentStatusFields{
-			TargetGoID: text("targetGoId"), ProductName: text("productName"), TotalPrice: text("totalPrice"),
-			Currency: text("currency"), OrderNumber: text("orderNumber"), RecurrentPayment: boolf("recurrentPayment"),
-			ParentPaymentSessionID: text("parentPaymentSessionId"), PreAuthorization: boolf("preAuthorization"),
-			Result: text("result"), SessionState: text("sessionState"), SessionSubState: text("sessionSubState"),
-			PaymentChannel: text("paymentChannel"),
-		}.Fields()
+		fields = operations.PaymentStatusReplyFields(text)
 	default:
 		fields = operations.PaymentResultFields(text("paymentSessionId"), text("result"))
 	}

@@ -59,7 +59,7 @@ func New(svc *operations.Service, log *zap.Logger) *Flows {
 }
 
 // Register adds the flows' routes to e.
-func (f *Flows) Register(e *echo.Echo) {
+func (f *Flows) Register(e Router) {
 	e.GET(PathPayFull, f.payFull, f.requestLog)
 	e.POST(PathPayFull, f.payFull, f.requestLog)
 	e.GET(PathPayBase, f.payBase, f.requestLog)
@@ -69,6 +69,12 @@ func (f *Flows) Register(e *echo.Echo) {
 	e.POST(PathNotify, f.notify, f.requestLog)
 	e.GET(PathStatement, f.statement, f.requestLog)
 	e.GET(PathOutboxCounts, f.outboxCounts, f.requestLog)
+}
+
+// Router is where Register adds the routes: an *echo.Echo or *echo.Group.
+type Router interface {
+	GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route
+	POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route
 }
 
 // requestLog gives the request's context a logger carrying the request id

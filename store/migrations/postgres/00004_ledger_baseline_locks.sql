@@ -4,10 +4,15 @@
 -- before the refund's POST. Refund locks are advisory locks on PostgreSQL:
 -- no table. Migrations run under an advisory lock: once per database.
 
+-- The recurring children of a parent are looked up when a lost
+-- create-recurrence reply is reconciled.
+
 -- +goose Up
 ALTER TABLE ledger ADD COLUMN IF NOT EXISTS baseline_amount BIGINT;
 ALTER TABLE ledger ADD COLUMN IF NOT EXISTS baseline_refund_ids TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_id) WHERE parent_id <> 0;
 
 -- +goose Down
+DROP INDEX sessions_parent;
 ALTER TABLE ledger DROP COLUMN IF EXISTS baseline_refund_ids;
 ALTER TABLE ledger DROP COLUMN IF EXISTS baseline_amount;

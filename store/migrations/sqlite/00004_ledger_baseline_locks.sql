@@ -7,6 +7,9 @@
 -- ALTERs; the loser's "duplicate column" is retried by openSQLiteWriter and
 -- then finds the migration applied (goose runs it in one transaction).
 
+-- The recurring children of a parent are looked up when a lost
+-- create-recurrence reply is reconciled.
+
 -- +goose Up
 ALTER TABLE ledger ADD COLUMN baseline_amount INTEGER;
 ALTER TABLE ledger ADD COLUMN baseline_refund_ids TEXT NOT NULL DEFAULT '[]';
@@ -15,8 +18,10 @@ CREATE TABLE IF NOT EXISTS locks (
     holder     TEXT NOT NULL,
     expires_at TEXT NOT NULL
 ) STRICT;
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_id) WHERE parent_id <> 0;
 
 -- +goose Down
+DROP INDEX sessions_parent;
 DROP TABLE locks;
 ALTER TABLE ledger DROP COLUMN baseline_refund_ids;
 ALTER TABLE ledger DROP COLUMN baseline_amount;
