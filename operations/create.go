@@ -92,14 +92,10 @@ func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merch
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
-	sel, err := selectChannels(c.PaymentChannels, c.DefaultPaymentChannel)
-	if dropped := sel.Dropped(); len(dropped) > 0 {
-		s.logFor(ctx).Warn("unknown payment channel codes dropped", zap.Strings("codes", validUTF8(dropped)), zap.Int64("goid", goid))
+	payer, r := s.channelsOf(ctx, c, m)
+	if r != nil {
+		return nil, r
 	}
-	if err != nil {
-		return nil, &refusal{desc: strings.ToValidUTF8(err.Error(), "?")}
-	}
-	payer := sel.Payer
 	payer.Contact = s.contact(ctx, c, goid)
 	lang, known := GatewayLang(c.Lang, m.Lang)
 	if !known {
@@ -243,7 +239,7 @@ func (s *Service) createPayment(ctx context.Context, c *PaymentCommand) (st *Pay
 		sess := store.Session{
 			PaymentID: p.ID, GoID: m.GoID, ProductName: c.ProductName, OrderNumber: p.OrderNumber,
 			Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(c.SuccessURL), FailedURL: trim(c.FailedURL),
-			CreatedAt: s.now(), ReturnToken: token,
+			CreatedAt: s.now(), ReturnToken: token, PaymentChannels: trim(c.PaymentChannels),
 		}
 		if err := s.store.SaveSession(ctx, sess); err != nil {
 			s.logFor(ctx).Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),

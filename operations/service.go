@@ -58,6 +58,11 @@ type Config struct {
 	// OnBadSignature, when set, is told of every SOAP call refused because
 	// its encryptedSignature does not verify (metrics); it must not block.
 	OnBadSignature func(op string, goid int64)
+	// OnUnmappedChannel, when set, is told of every paymentChannels or
+	// defaultPaymentChannel code without a REST equivalent today, with the
+	// goid, the code as a bounded label (ChannelCodeLabel: a table code or
+	// "unknown") and what became of it (Channel* outcomes); it must not block.
+	OnUnmappedChannel func(goid int64, code, outcome string)
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long
@@ -81,6 +86,7 @@ type Service struct {
 	callDeadline        time.Duration
 	returnStatusTimeout time.Duration
 	onBadSignature      func(op string, goid int64)
+	onUnmappedChannel   func(goid int64, code, outcome string)
 }
 
 // New validates cfg and returns a Service. Error messages name the faulty
@@ -98,7 +104,8 @@ func New(cfg Config) (*Service, error) {
 		now:          cfg.Now,
 		callDeadline: cfg.CallDeadline,
 
-		onBadSignature: cfg.OnBadSignature,
+		onBadSignature:    cfg.OnBadSignature,
+		onUnmappedChannel: cfg.OnUnmappedChannel,
 	}
 	if s.gw == nil {
 		return nil, errors.New("operations: no gateway client")
