@@ -90,14 +90,10 @@ func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merch
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
-	sel, err := selectChannels(c.PaymentChannels, c.DefaultPaymentChannel)
-	if dropped := sel.Dropped(); len(dropped) > 0 {
-		s.logFor(ctx).Warn("unknown payment channel codes dropped", zap.Strings("codes", validUTF8(dropped)), zap.Int64("goid", goid))
+	payer, r := s.channelsOf(ctx, c, m)
+	if r != nil {
+		return nil, r
 	}
-	if err != nil {
-		return nil, &refusal{desc: strings.ToValidUTF8(err.Error(), "?")}
-	}
-	payer := sel.Payer
 	payer.Contact = s.contact(ctx, c, goid)
 	lang, known := GatewayLang(c.Lang, m.Lang)
 	if !known {
@@ -232,7 +228,7 @@ func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand)
 			sess := store.Session{
 				PaymentID: p.ID, GoID: m.GoID, ProductName: in.ProductName, OrderNumber: p.OrderNumber,
 				Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(in.SuccessURL), FailedURL: trim(in.FailedURL),
-				CreatedAt: s.now(), ReturnToken: token,
+				CreatedAt: s.now(), ReturnToken: token, PaymentChannels: trim(in.PaymentChannels),
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
 				c.log.Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
@@ -383,6 +379,7 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 				PaymentID: child.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
 				OrderNumber: child.OrderNumber, Amount: child.Amount, Currency: child.Currency,
 				SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
+				PaymentChannels: parent.PaymentChannels,
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
 				c.log.Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),

@@ -170,6 +170,9 @@ func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.P
 		FailedURL:   parent.FailedURL,
 		CreatedAt:   s.now(),
 		ReturnToken: parent.ReturnToken,
+		// The child is paid by the parent's card: the shop's channel
+		// codes still name it.
+		PaymentChannels: parent.PaymentChannels,
 	}
 	if child.OrderNumber == "" {
 		child.OrderNumber = parent.OrderNumber

@@ -38,6 +38,12 @@ type Merchant struct {
 	// library). No single reply satisfies both.
 	VoidRecurrentReply string `yaml:"void_recurrent_reply"`
 
+	// UnmappedChannels is what a createPayment does whose paymentChannels
+	// named codes none of which has a REST equivalent today (unknown codes,
+	// eu_mb_w): UnmappedUseEnabled (also when empty) offers the methods the
+	// merchant has enabled, UnmappedRefuse answers CALL_FAILED.
+	UnmappedChannels string `yaml:"unmapped_channels"`
+
 	// Access says who may make SOAP calls for the merchant (networks,
 	// Basic credentials, rate). The core only carries it: the SOAP adapter
 	// enforces it, since only it sees where a call comes from.
@@ -57,8 +63,8 @@ const (
 
 // String never shows the client secret or the secure key.
 func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v, voidRecurrentReply:%s}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow, m.VoidRecurrentReply)
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v, voidRecurrentReply:%s, unmappedChannels:%s}",
+		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow, m.VoidRecurrentReply, m.UnmappedChannels)
 }
 
 // GoString is String, so %#v does not leak secrets either.
@@ -77,6 +83,8 @@ func (m *Merchant) Normalize() {
 	}
 	m.Currency = strings.ToUpper(m.Currency)
 	m.Lang = strings.ToUpper(m.Lang)
+	// Empty stays empty: UnmappedUseEnabled.
+	m.UnmappedChannels = strings.ToLower(strings.TrimSpace(m.UnmappedChannels))
 	// Empty stays empty: the PHP library's paymentResult scheme.
 	for _, scheme := range []string{ReplyPaymentResult, ReplyPaymentSession} {
 		if strings.EqualFold(strings.TrimSpace(m.VoidRecurrentReply), scheme) {
@@ -104,6 +112,10 @@ func (m Merchant) Problems() []restbackend.Problem {
 	if m.VoidRecurrentReply != "" && m.VoidRecurrentReply != ReplyPaymentResult && m.VoidRecurrentReply != ReplyPaymentSession {
 		ps = append(ps, restbackend.Problem{Field: "void_recurrent_reply", Msg: fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
 			m.VoidRecurrentReply, ReplyPaymentResult, ReplyPaymentSession)})
+	}
+	if m.UnmappedChannels != "" && m.UnmappedChannels != UnmappedUseEnabled && m.UnmappedChannels != UnmappedRefuse {
+		ps = append(ps, restbackend.Problem{Field: "unmapped_channels", Msg: fmt.Sprintf("unmapped_channels %q must be %s or %s",
+			m.UnmappedChannels, UnmappedUseEnabled, UnmappedRefuse)})
 	}
 	for _, p := range m.Rules.Problems() {
 		ps = append(ps, restbackend.Problem{Field: p.Field, Msg: p.Msg})

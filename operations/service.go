@@ -54,6 +54,11 @@ type Config struct {
 	OnBadSignature func(op string, goid int64)
 	// Observer, when set, is told of every call the pipeline finishes.
 	Observer Observer
+	// OnUnmappedChannel, when set, is told of every paymentChannels or
+	// defaultPaymentChannel code without a REST equivalent today, with the
+	// goid, the code as a bounded label (ChannelCodeLabel: a table code or
+	// "unknown") and what became of it (Channel* outcomes); it must not block.
+	OnUnmappedChannel func(goid int64, code, outcome string)
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long
@@ -77,6 +82,7 @@ type Service struct {
 	callDeadline        time.Duration
 	returnStatusTimeout time.Duration
 	onBadSignature      func(op string, goid int64)
+	onUnmappedChannel   func(goid int64, code, outcome string)
 }
 
 // New validates cfg and returns a Service. Error messages name the faulty
@@ -94,7 +100,8 @@ func New(cfg Config) (*Service, error) {
 		callDeadline: cfg.CallDeadline,
 		observer:     cfg.Observer,
 
-		onBadSignature: cfg.OnBadSignature,
+		onBadSignature:    cfg.OnBadSignature,
+		onUnmappedChannel: cfg.OnUnmappedChannel,
 	}
 	if s.gw == nil {
 		return nil, errors.New("operations: no gateway client")

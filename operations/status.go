@@ -89,6 +89,9 @@ func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Payment
 		product = &sess.ProductName
 	}
 	st := statusFromPayment(p, m, product)
+	if found { // the channel as the shop knows it (a code of earlier years it listed)
+		st.PaymentChannel = paymentChannelOf(p, sess.PaymentChannels)
+	}
 	// The gateway's status reply need not carry parent_id (the
 	// specification lists it for the create-recurrence reply); the child's
 	// session knows it, as the return and the notification report it.

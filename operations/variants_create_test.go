@@ -68,13 +68,14 @@ func TestPaymentRequestClientVariants(t *testing.T) {
 			assert.Equal(t, int64(testGoID), got[0].ContextMap()["goid"])
 		})
 	}
-	// Only unknown codes: the shop asked for something, none of it exists.
+	// Only unknown codes: the payment goes ahead with the merchant's
+	// enabled methods (unmapped_channels: use_enabled, the default).
 	c := base()
 	c.PaymentChannels = "xx_a, xx_b"
-	_, r := s.paymentRequest(context.Background(), c, m, "tok")
-	require.NotNil(t, r)
-	assert.Contains(t, r.desc, "no known payment channel")
-	dropped := logs.FilterMessage("unknown payment channel codes dropped").All()
-	require.Len(t, dropped, 1)
-	assert.Equal(t, []any{"xx_a", "xx_b"}, dropped[0].ContextMap()["codes"])
+	req, r := s.paymentRequest(context.Background(), c, m, "tok")
+	require.Nil(t, r)
+	assert.Nil(t, req.Payer, "no restriction sent")
+	whole := logs.FilterMessageSnippet("no payment channel has a REST equivalent").All()
+	require.Len(t, whole, 1)
+	assert.Equal(t, []any{"xx_a", "xx_b"}, whole[0].ContextMap()["codes"])
 }

@@ -131,7 +131,7 @@ func TestVariantFilesVerify(t *testing.T) {
 		cs, ok := VerifyCompat(demoKey, sig, c.Fields(), c.Untrimmed())
 		assert.True(t, ok)
 		assert.Equal(t, CharsetUTF8, cs)
-		sel, err := selectChannels(c.PaymentChannels, "")
+		sel, err := selectChannels(c.PaymentChannels, "", UnmappedRefuse)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"PAYMENT_CARD", "BANK_ACCOUNT"}, sel.Payer.AllowedPaymentInstruments)
 		lang, known := GatewayLang(s.get(t, "lang"), "CS")

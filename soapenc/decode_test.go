@@ -95,7 +95,7 @@ func TestDecodeXSDAndSOAPENCTypes(t *testing.T) {
 			`<e xsi:type="xsd:decimal">12.50</e><f xsi:type="soapenc:double">1e3</f><g xsi:type="xsd:float">-INF</g>`+
 			`<h xsi:type="xsd:string">x</h><i xsi:type="xsd:dateTime">2024-01-02T03:04:05Z</i><j xsi:type="ns2:Currency">CZK</j><soapenc:int>9</soapenc:int>`)))
 	kinds := map[string]Kind{"a": KindInt, "b": KindInt, "c": KindInt, "d": KindInt, "e": KindFloat, "f": KindFloat, "g": KindFloat,
-		"h": KindString, "i": KindString, "j": KindString, "int": KindInt}
+		"h": KindString, "i": KindString, "j": KindUnknown, "int": KindInt}
 	for n, k := range kinds {
 		require.Equal(t, k, c.Param(n).Kind, n)
 	}
@@ -106,26 +106,40 @@ func TestDecodeXSDAndSOAPENCTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.EqualValues(t, 7, n)
-	require.Equal(t, "CZK", c.Param("j").Text)
+	require.Equal(t, "CZK", c.Param("j").Text, "the text of an unknown type is kept")
+	_, _, err = c.Param("j").Str()
+	require.EqualError(t, err, `value of 'j' has xsi:type '{urn:AxisEPaymentProvider}Currency', which is not a type this service decodes`)
 }
 
+// A value contradicting its own xsi:type decodes (the call may never read
+// it); the accessor that reads it reports it, naming the element.
 func TestDecodeBadNumericNamesElement(t *testing.T) {
-	for _, tc := range []struct{ part, name string }{
-		{`<totalPrice xsi:type="soapenc:long">12.5</totalPrice>`, "totalPrice"},
-		{`<totalPrice xsi:type="xsd:long">9223372036854775808</totalPrice>`, "totalPrice"},
-		{`<period xsi:type="soapenc:int">4294967296</period>`, "period"},
-		{`<flag xsi:type="xsd:boolean">yes</flag>`, "flag"},
-		{`<amount xsi:type="xsd:double">1,5</amount>`, "amount"},
-		{`<amount xsi:type="xsd:decimal">1e5</amount>`, "amount"},
-		{`<u xsi:type="xsd:unsignedInt">-1</u>`, "u"},
-		{`<v xsi:type="xsd:long">0x10</v>`, "v"},
+	for _, tc := range []struct{ part, name, problem string }{
+		{`<totalPrice xsi:type="soapenc:long">12.5</totalPrice>`, "totalPrice", `is not a valid long: "12.5"`},
+		{`<totalPrice xsi:type="xsd:long">9223372036854775808</totalPrice>`, "totalPrice", `is not a valid long`},
+		{`<period xsi:type="soapenc:int">4294967296</period>`, "period", `is not a valid int`},
+		{`<flag xsi:type="xsd:boolean">yes</flag>`, "flag", `is not a valid boolean: "yes"`},
+		{`<amount xsi:type="xsd:double">1,5</amount>`, "amount", `is not a valid double`},
+		{`<amount xsi:type="xsd:decimal">1e5</amount>`, "amount", `is not a valid decimal`},
+		{`<u xsi:type="xsd:unsignedInt">-1</u>`, "u", `is not a valid unsignedInt`},
+		{`<v xsi:type="xsd:long">0x10</v>`, "v", `is not a valid long`},
 	} {
-		f := decodeFault(t, envelope("", call("op", tc.part)), FaultClient, "'"+tc.name+"'")
-		require.Contains(t, f.String, "not a valid")
+		c := mustDecode(t, envelope("", call("op", tc.part)))
+		v := c.Params[0]
+		var err error
+		if v.Kind == KindBool {
+			_, _, err = v.Bool()
+		} else {
+			_, _, err = v.Int64()
+		}
+		require.ErrorContains(t, err, "value of '"+tc.name+"' "+tc.problem)
+		_, _, err = v.Str()
+		require.ErrorContains(t, err, tc.problem, "read as text it still contradicts its type")
 	}
-	// Inside a multiRef, the fault names the accessor that referenced it.
-	decodeFault(t, envelope("", call("op", `<totalPrice href="#id0"/>`)+`<multiRef id="id0" soapenc:root="0" xsi:type="soapenc:long">abc</multiRef>`),
-		FaultClient, "'totalPrice'")
+	// Inside a multiRef, the error names the accessor that referenced it.
+	c := mustDecode(t, envelope("", call("op", `<totalPrice href="#id0"/>`)+`<multiRef id="id0" soapenc:root="0" xsi:type="soapenc:long">abc</multiRef>`))
+	_, _, err := c.Param("totalPrice").Int64()
+	require.ErrorContains(t, err, "value of 'totalPrice' is not a valid long")
 }
 
 func TestDecodeHeaderKeptAndMustUnderstand(t *testing.T) {
@@ -231,7 +245,9 @@ func TestDecodeArrayOfStructs(t *testing.T) {
 	require.Len(t, ids.Fields, 3)
 	require.Equal(t, KindInt, ids.Fields[0].Kind, "untyped items read as the item type")
 	require.True(t, ids.Fields[2].Nil)
-	decodeFault(t, envelope("", call("op", `<ids soapenc:arrayType="xsd:long[2]"><n>1</n><n>x</n></ids>`)), FaultClient, "'n'")
+	bad := mustDecode(t, envelope("", call("op", `<ids soapenc:arrayType="xsd:long[2]"><n>1</n><n>x</n></ids>`)))
+	_, _, err := bad.Param("ids").Fields[1].Int64()
+	require.ErrorContains(t, err, "value of 'n' is not a valid long")
 	decodeFault(t, envelope("", call("op", `<ids soapenc:arrayType="xsd:long"/>`)), FaultClient, "arrayType")
 }
 
@@ -395,10 +411,12 @@ func TestHostileContentType(t *testing.T) {
 	requireFault(t, err, FaultClient, "Content-Type")
 }
 
-func TestFaultNeverEchoesHugeInput(t *testing.T) {
+func TestValueErrorNeverEchoesHugeInput(t *testing.T) {
 	name := strings.Repeat("n", 5000)
-	f := decodeFault(t, envelope("", call("op", `<`+name+` xsi:type="xsd:long">x</`+name+`>`)), FaultClient, "not a valid long")
-	require.Less(t, len(f.String), 200)
+	c := mustDecode(t, envelope("", call("op", `<`+name+` xsi:type="xsd:long">`+strings.Repeat("x", 5000)+`</`+name+`>`)))
+	_, _, err := c.Params[0].Int64()
+	require.ErrorContains(t, err, "not a valid long")
+	require.Less(t, len(err.Error()), 200)
 }
 
 func TestHostileSharedHugeTextIsNotCopied(t *testing.T) {

@@ -48,7 +48,8 @@ func dumpCall(c *Call) string {
 	return b.String()
 }
 
-var kindNames = map[Kind]string{KindString: "string", KindInt: "int", KindBool: "bool", KindFloat: "float", KindStruct: "struct", KindArray: "array"}
+var kindNames = map[Kind]string{KindString: "string", KindInt: "int", KindBool: "bool", KindFloat: "float", KindStruct: "struct", KindArray: "array",
+	KindBinary: "binary", KindUnknown: "unknown"}
 
 func dumpValue(b *strings.Builder, v *Value, depth int) {
 	b.WriteString(strings.Repeat("  ", depth))

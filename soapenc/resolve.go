@@ -134,8 +134,12 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 		return v, nil
 	}
 
+	// Simple content is kept as sent; whether it fits its type is checked
+	// by the accessor that reads it (Str, Int64, Bool), so a value is
+	// reported with the field its reader knows, and members nobody reads
+	// (beyond the WSDL) cannot fail a call.
 	switch {
-	case simple && kind != KindString:
+	case simple && (kind == KindInt || kind == KindBool || kind == KindFloat):
 		v.Kind = kind
 		t := strings.TrimSpace(n.text)
 		if t == "" {
@@ -143,15 +147,16 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 			v.Nil = true
 			return v, nil
 		}
-		if !validSimple(typ.Local, t) {
-			return nil, clientFault("value of " + QuoteName(name) + " is not a valid " + typ.Local)
-		}
 		v.Text = t
 	case typ != (QName{}) && !builtin && isSpace(n.text):
 		// An empty value of a compound type: a struct without members.
 		v.Kind = KindStruct
+	case typ != (QName{}) && !builtin:
+		// Text typed with a type of some other namespace: not ours to guess.
+		v.Kind = KindUnknown
+		v.Text = n.text
 	default:
-		v.Kind = KindString
+		v.Kind = kind
 		v.Text = n.text
 	}
 	return v, nil
@@ -159,7 +164,7 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 
 // simpleKind maps a local name in the XSD or SOAP-ENC namespace to a Kind.
 // simple is false for compound or "any" types, whose kind comes from the
-// content.
+// content. A name it does not know is KindUnknown.
 func simpleKind(local string) (k Kind, simple bool) {
 	switch local {
 	case "long", "int", "short", "byte", "integer",
@@ -170,6 +175,14 @@ func simpleKind(local string) (k Kind, simple bool) {
 		return KindBool, true
 	case "double", "float", "decimal":
 		return KindFloat, true
+	case "base64Binary", "base64", "hexBinary": // base64: SOAP-ENC's own name
+		return KindBinary, true
+	case "string", "normalizedString", "token", "language", "Name", "NCName", "NMTOKEN", "NMTOKENS",
+		"ID", "IDREF", "IDREFS", "ENTITY", "ENTITIES", "anyURI", "QName", "NOTATION", "anySimpleType",
+		"dateTime", "date", "time", "duration", "gYear", "gYearMonth", "gMonth", "gMonthDay", "gDay":
+		// Textual: the value is its text as sent (a date stays the string
+		// the client signed).
+		return KindString, true
 	case "Array":
 		return KindArray, false
 	case "Struct":
@@ -177,5 +190,5 @@ func simpleKind(local string) (k Kind, simple bool) {
 	case "anyType", "ur-type":
 		return KindString, false
 	}
-	return KindString, true
+	return KindUnknown, true
 }

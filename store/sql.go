@@ -77,20 +77,20 @@ type queries struct {
 	delivered, retry, dead, exists, countState string
 }
 
-const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at`
-const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at`
+const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at, payment_channels`
+const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at, s.payment_channels`
 const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id`
 
 func (d *dialect) queries() queries {
 	return queries{
 		saveSession: d.rebind(`INSERT INTO sessions (` + sessionCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (payment_id) DO UPDATE SET
 				parent_id = excluded.parent_id, goid = excluded.goid,
 				product_name = excluded.product_name, order_number = excluded.order_number,
 				amount = excluded.amount, currency = excluded.currency,
 				success_url = excluded.success_url, failed_url = excluded.failed_url,
-				created_at = excluded.created_at`),
+				created_at = excluded.created_at, payment_channels = excluded.payment_channels`),
 		// A save without a token keeps the stored one (see Session.ReturnToken).
 		saveToken: d.rebind(`INSERT INTO session_tokens (payment_id, return_token) VALUES (?, ?)
 			ON CONFLICT (payment_id) DO UPDATE SET return_token = excluded.return_token`),
@@ -162,7 +162,7 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q.saveSession,
 			ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
-			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt)); err != nil {
+			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt), ss.PaymentChannels); err != nil {
 			return err
 		}
 		if ss.ReturnToken == "" {
@@ -195,10 +195,7 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 		return ss, nil
 	}
 	loaded, saves := s.sessions.before()
-	var ss Session
-	err := s.r.QueryRowContext(ctx, s.q.session, paymentID).Scan(
-		&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
-		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.ReturnToken)
+	ss, err := scanSession(s.r.QueryRowContext(ctx, s.q.session, paymentID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -209,6 +206,14 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 	return ss, nil
 }
 
+// scanSession reads a row of qualifiedSessionCols and the return token.
+func scanSession(row interface{ Scan(...any) error }) (Session, error) {
+	var ss Session
+	err := row.Scan(&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
+		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.PaymentChannels, &ss.ReturnToken)
+	return ss, err
+}
+
 func (s *sqlStore) Children(ctx context.Context, parentID int64) ([]Session, error) {
 	rows, err := s.r.QueryContext(ctx, s.q.children, parentID)
 	if err != nil {
@@ -217,9 +222,8 @@ func (s *sqlStore) Children(ctx context.Context, parentID int64) ([]Session, err
 	defer rows.Close()
 	var out []Session
 	for rows.Next() {
-		var ss Session
-		if err := rows.Scan(&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
-			&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.ReturnToken); err != nil {
+		ss, err := scanSession(rows)
+		if err != nil {
 			return nil, fmt.Errorf("store: read children of payment %d: %w", parentID, err)
 		}
 		out = append(out, ss)

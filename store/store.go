@@ -37,6 +37,10 @@ type Session struct {
 	// tokens existed. Saving a session with "" keeps a token already stored,
 	// so a later save cannot switch the check off.
 	ReturnToken string
+	// PaymentChannels is the paymentChannels list the e-shop sent, as sent
+	// ("" when it sent none, and for sessions saved before it was kept):
+	// status replies report the channel with the shop's own code.
+	PaymentChannels string
 }
 
 // Notification is one legacy notification to deliver to an e-shop.

@@ -103,7 +103,8 @@ func suite(t *testing.T, fresh freshDSN) {
 			PaymentID: 3000000001, ParentID: 3000000000, GoID: 8123456789,
 			ProductName: "Čaj – zelený", OrderNumber: "OBJ-42", Amount: 12345, Currency: "CZK",
 			SuccessURL: "https://shop.example/ok?x=1&y=2", FailedURL: "https://shop.example/ko",
-			CreatedAt: time.Date(2030, 5, 17, 12, 30, 15, 123456789, prague),
+			CreatedAt:       time.Date(2030, 5, 17, 12, 30, 15, 123456789, prague),
+			PaymentChannels: "cz_ge, cz_vb,cz_sms",
 		}
 		require.NoError(t, s.SaveSession(ctx, in))
 		got, err := s.Session(ctx, in.PaymentID)
@@ -113,13 +114,14 @@ func suite(t *testing.T, fresh freshDSN) {
 		want.CreatedAt = time.Date(2030, 5, 17, 10, 30, 15, 123456000, time.UTC)
 		assert.Equal(t, want, got)
 
-		in.ProductName, in.Amount, in.ParentID = "Jiný", 500, 0
+		in.ProductName, in.Amount, in.ParentID, in.PaymentChannels = "Jiný", 500, 0, ""
 		require.NoError(t, s.SaveSession(ctx, in), "saving the same payment again replaces it")
 		got, err = s.Session(ctx, in.PaymentID)
 		require.NoError(t, err)
 		assert.Equal(t, "Jiný", got.ProductName)
 		assert.Equal(t, int64(500), got.Amount)
 		assert.Equal(t, int64(0), got.ParentID)
+		assert.Equal(t, "", got.PaymentChannels)
 
 		require.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: 7, GoID: 1}))
 		got, err = s.Session(ctx, 7)

@@ -623,5 +623,5 @@ var merchantEnvByKey = map[string]string{
 	"currency": envCurrency, "lang": envLang, "notification_url": envNotificationURL, "replay_window": "config file only",
 	"void_recurrent_reply": envVoidRecurrent, "allowed_networks": envAllowedNetworks, "basic_user": envBasicUser,
 	"basic_password": envBasicPassword, "rate_limit": "config file only",
-	"rate_burst": "config file only",
+	"rate_burst": "config file only", "unmapped_channels": "config file only",
 }

@@ -174,11 +174,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Outbox: operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
 			met.OutboxFailed(metrics.OutboxFailure(f))
 		}},
-		OnBadSignature: met.BadSignature,
-		CallDeadline:   cfg.CallDeadline,
-		Store:          st,
-		Logger:         log.Named("operations"),
-		PublicURL:      publicURL,
+		OnBadSignature:    met.BadSignature,
+		OnUnmappedChannel: met.UnmappedChannel,
+		CallDeadline:      cfg.CallDeadline,
+		Store:             st,
+		Logger:            log.Named("operations"),
+		PublicURL:         publicURL,
 
 		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
 	})

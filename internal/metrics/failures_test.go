@@ -37,3 +37,19 @@ soapbridge_signature_failures_total{merchant="other",operation="paymentStatus"} 
 `, "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant.")
 	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_signature_failures_total"))
 }
+
+func TestUnmappedChannelLabelsStayBounded(t *testing.T) {
+	m := New(nil, []int64{1}, nil)
+	m.UnmappedChannel(1, "eu_mb_w", "use_enabled")
+	m.UnmappedChannel(1, "unknown", "dropped")
+	m.UnmappedChannel(1, "unknown", "dropped")
+	m.UnmappedChannel(77, "eu_mb_w", "refused") // an unconfigured goid
+	want := fmt.Sprintf(`
+# HELP soapbridge_unmapped_payment_channels_total %s
+# TYPE soapbridge_unmapped_payment_channels_total counter
+soapbridge_unmapped_payment_channels_total{code="eu_mb_w",merchant="1",outcome="use_enabled"} 1
+soapbridge_unmapped_payment_channels_total{code="eu_mb_w",merchant="other",outcome="refused"} 1
+soapbridge_unmapped_payment_channels_total{code="unknown",merchant="1",outcome="dropped"} 2
+`, "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant, code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused).")
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_unmapped_payment_channels_total"))
+}

@@ -68,6 +68,7 @@ type Metrics struct {
 	storeLat *prometheus.HistogramVec
 	outcomes [3]atomic.Int64 // delivered, retry, dead: for the status page
 	badSigs  *prometheus.CounterVec
+	channels *prometheus.CounterVec
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
@@ -102,7 +103,10 @@ func New(ops []string, goids []int64, st store.Store) *Metrics {
 	m.badSigs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_signature_failures_total",
 		Help: "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant."},
 		[]string{"operation", "merchant"})
-	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, m.badSigs)
+	m.channels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_unmapped_payment_channels_total",
+		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant, code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
+		[]string{"merchant", "code", "outcome"})
+	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, m.badSigs, m.channels)
 	if st != nil {
 		r.MustRegister(&outboxCollector{st: st})
 	}
@@ -181,6 +185,16 @@ func (m *Metrics) BadSignature(op string, goid int64) {
 		goid = -1
 	}
 	m.badSigs.WithLabelValues(op, merchantLabel(goid)).Inc()
+}
+
+// UnmappedChannel is operations.Config.OnUnmappedChannel. The core passes
+// the code as a bounded label (a legacy table code or "unknown") and one
+// of its few outcomes; an unconfigured goid counts as "other".
+func (m *Metrics) UnmappedChannel(goid int64, code, outcome string) {
+	if goid != 0 && !m.goids[goid] {
+		goid = -1
+	}
+	m.channels.WithLabelValues(merchantLabel(goid), code, outcome).Inc()
 }
 
 // maxFailures is how many failed deliveries the status page lists.

@@ -1,6 +1,7 @@
 package soapapi
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -269,6 +270,15 @@ func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 // decode reads the part v (named part, of table type typ) into dst, a
 // pointer to its Go type. The first problem is stored in dst's Invalid
 // field; reading goes on so that the signed values are all there.
+//
+// Every value is read by the xsi:type it carries on the wire, whatever the
+// WSDL declares (soapenc's Str, Int64, Bool): a base64Binary productName is
+// its decoded text, a double 100.0 totalPrice is 100. A value that cannot be
+// read so (base64 that does not decode, bytes that are not UTF-8, a
+// fraction, an unknown xsi:type) is an invalid request like a missing
+// field: the operation answers FAILED / CALL_FAILED naming the field, and
+// nothing reaches the gateway. Client faults stay for envelopes that cannot
+// be read at all: a legacy client takes a fault for a failed connection.
 func decode(part, typ string, v *soapenc.Value, dst reflect.Value) {
 	_, local, _ := strings.Cut(typ, ":")
 	tt := tableTypes[local]
@@ -284,38 +294,60 @@ func decode(part, typ string, v *soapenc.Value, dst reflect.Value) {
 	}
 }
 
+// minorUnits are the members that carry an amount in minor units; a
+// fraction there gets a hint instead of a rounding.
+var minorUnits = map[string]bool{"totalPrice": true, "amount": true}
+
+// fieldProblem is the description of a value that could not be read:
+// "paymentCommand.totalPrice has a fraction: …".
+func fieldProblem(path string, err error) string {
+	var ve *soapenc.ValueError
+	if !errors.As(err, &ve) {
+		return path + " cannot be read"
+	}
+	msg := path + " " + ve.Problem
+	if ve.Fraction && minorUnits[path[strings.LastIndexByte(path, '.')+1:]] {
+		msg += " (amounts are whole minor units: 10050 for 100.50)"
+	}
+	return msg
+}
+
 func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, problem *string) {
-	fail := func(format string, a ...any) {
+	fail := func(path string, err error) {
 		if *problem == "" {
-			*problem = fmt.Sprintf(format, a...)
+			*problem = fieldProblem(path, err)
 		}
 	}
 	fs := legacyFields(s.Type())
 	for _, f := range tt.Fields {
 		fv := v.Field(f.Name)
 		dst := s.FieldByIndex(fs[f.Name])
+		path := part + "." + f.Name
 		_, local, _ := strings.Cut(f.Type, ":")
 		switch local {
 		case "string":
-			str, ok := fv.String()
-			if dst.Kind() == reflect.Pointer {
+			str, ok, err := fv.Str()
+			switch {
+			case err != nil:
+				fail(path, err)
+			case dst.Kind() == reflect.Pointer:
 				if ok {
 					dst.Set(reflect.ValueOf(&str))
 				}
-			} else {
+			default:
 				dst.SetString(str)
 			}
 		case "long", "int":
 			n, ok, err := fv.Int64()
 			if err != nil {
-				fail("%s.%s is not a number", part, f.Name)
+				fail(path, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(n))
 			}
 		case "boolean":
 			b, ok, err := fv.Bool()
 			if err != nil {
-				fail("%s.%s is not a boolean", part, f.Name)
+				fail(path, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(b))
 			}
@@ -324,12 +356,15 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 				continue
 			}
 			nested := reflect.New(dst.Type().Elem())
-			decodeStruct(part+"."+f.Name, tableTypes[local], fv, nested.Elem(), problem)
+			decodeStruct(path, tableTypes[local], fv, nested.Elem(), problem)
 			dst.Set(nested)
 		}
 	}
 	for name, i := range extraFields(s.Type()) {
-		if str, ok := v.Field(name).String(); ok {
+		str, ok, err := v.Field(name).Str()
+		if err != nil {
+			fail(part+"."+name, err)
+		} else if ok {
 			s.Field(i).SetString(str)
 		}
 	}

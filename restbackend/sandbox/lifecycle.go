@@ -36,6 +36,10 @@ const (
 	subBankRefused    = "_3003" // bank payment not authorised (_3001 signature, _3002 statement: confirmed)
 	subCardDeclined   = "_5006" // declined by the issuer (insufficient funds)
 	subCard3DSFailed  = "_5009" // 3-D Secure authentication failed
+	// subCardVerified: an identification payment (payer.verify_pin) whose
+	// card was charged, authorised or paid: its status carries a sub_state
+	// as the gateway's published status example of such a payment does.
+	subCardVerified = "_3002"
 )
 
 // Action is what the customer does on the payment page; the JSON body of
@@ -171,14 +175,19 @@ func (g *Gateway) act(p *payment, a Action) error {
 			g.fail(p, subCard3DSFailed)
 			return nil
 		}
-		if p.requestToken || (p.req.Payer != nil && p.req.Payer.VerifyPin != "") {
+		verify := p.req.Payer != nil && p.req.Payer.VerifyPin != ""
+		if p.requestToken || verify {
 			p.card.CardToken = g.storeCard(p.goid, pan, *p.card)
+		}
+		authorizedSub := ""
+		if verify {
+			p.subState, authorizedSub = subCardVerified, subCardVerified // kept through capture and settle
 		}
 		if p.preauth != nil {
 			p.authorized = p.amount
 			p.authorizedAt = now
 			p.preauth.State = "AUTHORIZED"
-			g.setState(p, restbackend.StateAuthorized, "")
+			g.setState(p, restbackend.StateAuthorized, authorizedSub)
 			return nil
 		}
 		g.settle(p, now)

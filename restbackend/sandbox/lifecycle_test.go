@@ -253,6 +253,7 @@ func TestIdentificationPaymentAndAllowedCardToken(t *testing.T) {
 	require.NotEmpty(t, tok)
 	assert.Equal(t, "MASTERCARD", s.Payer.PaymentCard.CardBrand)
 	assert.Equal(t, "1234", s.Payer.VerifyPin)
+	assert.Equal(t, subCardVerified, s.SubState, "an identification payment's status carries a sub_state")
 
 	// The same card yields the same token within the goid.
 	p2 := e.create(func(r *restbackend.PaymentRequest) { r.Payer.VerifyPin = "99" })
@@ -266,6 +267,7 @@ func TestIdentificationPaymentAndAllowedCardToken(t *testing.T) {
 	e.mustHelper(f.ID, "pay", nil) // no card given: the customer uses the stored one
 	fs := e.status(f.ID)
 	assert.Equal(t, restbackend.StatePaid, fs.State)
+	assert.Empty(t, fs.SubState, "a follow-up payment is no identification payment")
 	assert.Equal(t, "555544******1111", fs.Payer.PaymentCard.CardNumber)
 
 	// Another merchant cannot use the token.
@@ -275,6 +277,28 @@ func TestIdentificationPaymentAndAllowedCardToken(t *testing.T) {
 	r.Payer.AllowedCardToken = tok
 	st, b = e.callAs(other, http.MethodPost, "/api/payments/payment", r)
 	e.refusal(st, b, http.StatusConflict, codeWrongFormat, "payer.allowed_card_token")
+}
+
+// The gateway's published status example of an identification payment is
+// a preauthorized one, AUTHORIZED with sub_state _3002; it stays on capture.
+func TestPreauthorizedIdentificationPaymentSubState(t *testing.T) {
+	e := newEnv(t)
+	p := e.create(func(r *restbackend.PaymentRequest) { r.Payer.VerifyPin = "77"; r.Preauthorization = true })
+	assert.Empty(t, e.status(p.ID).SubState, "not before the card is verified")
+	e.mustHelper(p.ID, "pay", nil)
+	s := e.status(p.ID)
+	require.Equal(t, restbackend.StateAuthorized, s.State)
+	assert.Equal(t, "_3002", s.SubState)
+	assert.NotEmpty(t, s.Payer.PaymentCard.CardToken)
+	e.mustPost(p.ID, "capture", nil)
+	s = e.status(p.ID)
+	require.Equal(t, restbackend.StatePaid, s.State)
+	assert.Equal(t, "_3002", s.SubState)
+
+	// A preauthorized payment without verify_pin has none.
+	q := e.create(func(r *restbackend.PaymentRequest) { r.Preauthorization = true })
+	e.mustHelper(q.ID, "pay", nil)
+	assert.Empty(t, e.status(q.ID).SubState)
 }
 
 func TestRefundHistory(t *testing.T) {
