@@ -340,6 +340,36 @@ func TestExampleConfigLoads(t *testing.T) {
 	assert.Equal(t, int64(8123456789), cfg.Merchants[0].GoID)
 }
 
+// loadConfig can run again while the bridge serves (a reload): each call
+// reads the file anew and returns a Config of its own; nothing is printed
+// or kept between calls, and a bad file is an error, not a half-read Config.
+func TestLoadConfigRunsAgain(t *testing.T) {
+	file := writeConfigFile(t, "sandbox: true\nmerchants:\n  - {goid: 8000000001, client_id: a, client_secret: "+cfgSecret+", secure_key: "+cfgKey+", currency: eur}\n")
+	env := envOf(map[string]string{"SOAPBRIDGE_CALL_DEADLINE": "20s"})
+	first, err := loadConfig([]string{"-config", file, "-listen", "127.0.0.1:0"}, env)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte("sandbox: true\nmerchants:\n  - {goid: 8000000002, client_id: b, client_secret: "+cfgSecret+", secure_key: "+cfgKey+"}\n"), 0o600))
+	second, err := loadConfig([]string{"-config", file, "-listen", "127.0.0.1:0"}, env)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8000000001), first.Merchants[0].GoID)
+	assert.Equal(t, "EUR", first.Merchants[0].Currency)
+	assert.Equal(t, int64(8000000002), second.Merchants[0].GoID)
+	assert.Equal(t, "CZK", second.Merchants[0].Currency)
+	for _, c := range []Config{first, second} {
+		assert.Equal(t, 20*time.Second, c.CallDeadline)
+		assert.Equal(t, "127.0.0.1:0", c.Listen)
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte("merchants:\n  - {goid: 8000000002, secure_key: short}\n"), 0o600))
+	_, err = loadConfig([]string{"-config", file}, env)
+	assert.ErrorContains(t, err, "secure key must have at least 24 characters (merchants[0].secure_key / SOAPBRIDGE_SECURE_KEY)")
+
+	// The demo merchant is copied, never normalized in place.
+	_, err = loadConfig(nil, envOf(nil))
+	require.NoError(t, err)
+	assert.Empty(t, demoMerchant.Currency)
+}
+
 // Every validation problem ends with the settings to change, each a real
 // one: a file key with its variable and flag, or a merchant's key path with
 // its variable (none for file-only keys).

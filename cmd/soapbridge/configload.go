@@ -106,6 +106,17 @@ func badValue(f *flag.Flag, v string) string {
 		"float": "a number", "": "true or false"}[typ])
 }
 
+// flags is the bridge's flag set bound to cfg: -config (configFile by
+// default), -version and every setting.
+func flags(cfg *Config, configFile string) (fs *flag.FlagSet, path *string, version *bool) {
+	fs = flag.NewFlagSet("soapbridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path = fs.String("config", configFile, "YAML (or JSON) file with settings and merchants (env SOAPBRIDGE_CONFIG; not a file key)")
+	version = fs.Bool("version", false, "print the version, the VCS revision and the Go version")
+	bind(fs, fieldsOf(cfg))
+	return fs, path, version
+}
+
 // errVersion is loadConfig's answer to -version.
 var errVersion = errors.New("version asked for")
 
@@ -116,11 +127,7 @@ var errVersion = errors.New("version asked for")
 // errVersion. Errors never contain a secret.
 func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("soapbridge", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	path := fs.String("config", getenv(envPrefix+"CONFIG"), "YAML (or JSON) file with settings and merchants (env SOAPBRIDGE_CONFIG)")
-	version := fs.Bool("version", false, "print the version, the VCS revision and the Go version")
-	bind(fs, fieldsOf(&cfg))
+	fs, path, version := flags(&cfg, getenv(envPrefix+"CONFIG"))
 	// A first pass finds -config and refuses bad flags before anything is
 	// read; the flags are applied again last, over the file and variables.
 	if err := fs.Parse(args); err != nil {
@@ -277,12 +284,9 @@ Precedence: defaults < config file < environment < flags.
 
 Flags:
 `)
-	fs := flag.NewFlagSet("soapbridge", flag.ContinueOnError)
-	fs.SetOutput(w)
 	d := defaultConfig()
-	fs.String("config", "", "YAML (or JSON) file with settings and merchants (env SOAPBRIDGE_CONFIG; not a file key)")
-	fs.Bool("version", false, "print the version, the VCS revision and the Go version")
-	bind(fs, fieldsOf(&d))
+	fs, _, _ := flags(&d, "")
+	fs.SetOutput(w)
 	fs.PrintDefaults()
 	vars := keysOf(merchantEnv(&Merchant{}))
 	for i, k := range vars {
