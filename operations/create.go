@@ -86,7 +86,7 @@ func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merch
 		return nil, refuse("missing paymentCommand.productName")
 	}
 	for _, u := range []struct{ name, v string }{{"successURL", c.SuccessURL}, {"failedURL", c.FailedURL}} {
-		if !absoluteURL(trim(u.v)) {
+		if !restbackend.IsHTTPURL(trim(u.v)) {
 			return nil, refuse("paymentCommand.%s must be an absolute http(s) URL", u.name)
 		}
 	}
@@ -155,11 +155,6 @@ func recurrence(c *PaymentCommand) (*restbackend.Recurrence, *refusal) {
 		rec.RecurrenceDateTo = d
 	}
 	return rec, nil
-}
-
-func absoluteURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // callbacks are the bridge's own endpoints given to the gateway, carrying

@@ -2,7 +2,6 @@ package operations
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -93,65 +92,43 @@ func (m *Merchant) Normalize() {
 	}
 }
 
-// Problems lists what is wrong with a normalized m, in field order; the
-// messages never quote a secret.
-func (m Merchant) Problems() []restbackend.Problem {
-	ps := m.Account.Problems()
+// Problems lists what is wrong with a normalized m, in field order; each
+// Key is the merchant's setting (secure_key), and no message quotes a
+// secret.
+func (m Merchant) Problems() []Problem {
+	var ps []Problem
+	for _, p := range m.Account.Problems() {
+		ps = append(ps, Problem{p.Field, p.Msg})
+	}
 	if len(m.SecureKey) < minSecureKey {
-		ps = append(ps, restbackend.Problem{Field: "secure_key", Msg: fmt.Sprintf("secure key must have at least %d characters", minSecureKey)})
+		ps = append(ps, Problem{"secure_key", fmt.Sprintf("secure key must have at least %d characters", minSecureKey)})
 	}
 	if !letters(m.Currency, 3) {
-		ps = append(ps, restbackend.Problem{Field: "currency", Msg: fmt.Sprintf("currency %q is not a 3-letter code", m.Currency)})
+		ps = append(ps, Problem{"currency", fmt.Sprintf("currency %q is not a 3-letter code", m.Currency)})
 	}
 	if !letters(m.Lang, 2) {
-		ps = append(ps, restbackend.Problem{Field: "lang", Msg: fmt.Sprintf("language %q is not a 2-letter code", m.Lang)})
+		ps = append(ps, Problem{"lang", fmt.Sprintf("language %q is not a 2-letter code", m.Lang)})
 	}
 	if m.ReplayWindow < time.Minute {
-		ps = append(ps, restbackend.Problem{Field: "replay_window", Msg: fmt.Sprintf("replay window %v is under a minute: a client's retry would act again", m.ReplayWindow)})
+		ps = append(ps, Problem{"replay_window", fmt.Sprintf("replay window %v is under a minute: a client's retry would act again", m.ReplayWindow)})
 	}
 	if m.VoidRecurrentReply != "" && m.VoidRecurrentReply != ReplyPaymentResult && m.VoidRecurrentReply != ReplyPaymentSession {
-		ps = append(ps, restbackend.Problem{Field: "void_recurrent_reply", Msg: fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
+		ps = append(ps, Problem{"void_recurrent_reply", fmt.Sprintf("void_recurrent_reply %q must be %s or %s",
 			m.VoidRecurrentReply, ReplyPaymentResult, ReplyPaymentSession)})
 	}
 	if m.UnmappedChannels != "" && m.UnmappedChannels != UnmappedUseEnabled && m.UnmappedChannels != UnmappedRefuse {
-		ps = append(ps, restbackend.Problem{Field: "unmapped_channels", Msg: fmt.Sprintf("unmapped_channels %q must be %s or %s",
+		ps = append(ps, Problem{"unmapped_channels", fmt.Sprintf("unmapped_channels %q must be %s or %s",
 			m.UnmappedChannels, UnmappedUseEnabled, UnmappedRefuse)})
 	}
 	for _, p := range m.Rules.Problems() {
-		ps = append(ps, restbackend.Problem{Field: p.Field, Msg: p.Msg})
+		ps = append(ps, Problem{p.Field, p.Msg})
 	}
 	if m.NotificationURL != "" {
-		if msg := checkNotificationURL(m.NotificationURL); msg != "" {
-			ps = append(ps, restbackend.Problem{Field: "notification_url", Msg: "notification URL: " + msg})
+		if err := restbackend.CheckURL(m.NotificationURL, true); err != nil {
+			ps = append(ps, Problem{"notification_url", "notification URL: " + err.Error()})
 		}
 	}
 	return ps
-}
-
-// Validate returns the first problem of m (see Problems), naming its goid.
-func (m Merchant) Validate() error {
-	ps := m.Problems()
-	if len(ps) == 0 {
-		return nil
-	}
-	if m.GoID > 0 {
-		return fmt.Errorf("goid %d: %w", m.GoID, ps[0])
-	}
-	return ps[0]
-}
-
-// checkNotificationURL accepts an absolute http(s) URL, with a query but
-// without user info or fragment. The message never quotes the URL (it may
-// carry credentials).
-func checkNotificationURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "not an absolute http(s) URL"
-	}
-	if u.Fragment != "" || u.User != nil {
-		return "must not carry user info or a fragment"
-	}
-	return ""
 }
 
 func letters(s string, n int) bool {

@@ -33,7 +33,7 @@ type Config struct {
 	Scope string
 	// Timeout bounds a whole call (including retries of GETs) when the
 	// caller's context has no deadline, and each HTTP exchange of the
-	// pooled client in any case; 30s when zero. A call that acts (moves
+	// pooled client in any case; DefaultTimeout when zero. A call that acts (moves
 	// money, creates a payment) does not start when the caller's deadline
 	// is closer than Timeout (NotStartedError).
 	Timeout time.Duration
@@ -76,6 +76,12 @@ type Observer interface {
 	ObserveGateway(endpoint string, status int, d time.Duration)
 }
 
+// DefaultTimeout is Config.Timeout's default, and the bridge's rest_timeout:
+// the gateway answers well under a second, and a legacy call's whole
+// deadline (25 s) must leave room for the reads before a POST and for
+// reconciling a lost reply after it.
+const DefaultTimeout = 10 * time.Second
+
 // DefaultUserAgent is sent when Config.UserAgent is empty.
 const DefaultUserAgent = "soapbridge-restbackend/1.0"
 
@@ -98,7 +104,7 @@ func New(cfg Config) *Client {
 		cfg.Scope = ScopePaymentAll
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent

@@ -35,11 +35,8 @@ import (
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 )
 
-const (
-	demoGoID     = 8123456789
-	demoClientID = "sandbox-client"
-	demoSecret   = "sandbox-secret"
-)
+// demo is the merchant registered unless the settings name another.
+var demo = sandbox.DemoAccount
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,8 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.SetOutput(out)
 	listen := fs.String("listen", env("127.0.0.1:8090", "SOAPBRIDGE_SANDBOX_LISTEN", "SANDBOX_LISTEN"), "listen address")
 	publicURL := fs.String("public-url", env("", "SOAPBRIDGE_SANDBOX_PUBLIC_URL"), "public root URL used in gw_url (default: from the request)")
-	goidStr := fs.String("goid", env(strconv.FormatInt(demoGoID, 10), "SOAPBRIDGE_GOID"), "merchant goid")
-	clientID := fs.String("client-id", env(demoClientID, "SOAPBRIDGE_CLIENT_ID"), "merchant OAuth2 client id")
+	goidStr := fs.String("goid", env(strconv.FormatInt(demo.GoID, 10), "SOAPBRIDGE_GOID"), "merchant goid")
+	clientID := fs.String("client-id", env(demo.ClientID, "SOAPBRIDGE_CLIENT_ID"), "merchant OAuth2 client id")
 	name := fs.String("merchant-name", env("Sandbox e-shop", "SOAPBRIDGE_MERCHANT_NAME"), "merchant name shown on the payment page")
 	state := fs.String("state", env("", "SOAPBRIDGE_SANDBOX_STATE"), "JSON file the sandbox keeps its payments in across restarts (default: memory only)")
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil || goid <= 0 {
 		return fmt.Errorf("goid %q is not a positive integer", *goidStr)
 	}
-	secret := env(demoSecret, "SOAPBRIDGE_CLIENT_SECRET")
+	secret := env(demo.ClientSecret, "SOAPBRIDGE_CLIENT_SECRET")
 
 	level := zapcore.InfoLevel
 	if l := getenv("SOAPBRIDGE_LOG_LEVEL"); l != "" {
@@ -118,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		root = "http://" + ln.Addr().String()
 	}
 	shown := secret
-	if secret != demoSecret {
+	if secret != demo.ClientSecret {
 		shown = "(from SOAPBRIDGE_CLIENT_SECRET)"
 	}
 	fmt.Fprintf(out, "sandbox gateway listening on %s\n  REST root:     %s/api\n  merchant goid: %d\n  client id:     %s\n  client secret: %s\n",

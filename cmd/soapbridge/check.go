@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +27,39 @@ import (
 const (
 	cmdCheck       = "check"
 	cmdHealthcheck = "healthcheck"
+	cmdVersion     = "version"
 )
+
+// answered prints what loadConfig's -h and -version ask for, and reports
+// whether err was one of them: an answer, not a failure.
+func answered(err error, out io.Writer) bool {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(out)
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(out, versionLine())
+	default:
+		return false
+	}
+	return true
+}
+
+// versionLine is what `soapbridge version` and -version print: the module
+// version, the VCS revision the binary was built from and the Go version.
+func versionLine() string {
+	rev, modified := "unknown", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				modified = " (modified)"
+			}
+		}
+	}
+	return fmt.Sprintf("soapbridge %s, revision %s%s, %s", buildVersion(), rev, modified, runtime.Version())
+}
 
 // subcommand runs the subcommand named by args[0], if any.
 func subcommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (handled bool, err error) {
@@ -37,6 +71,9 @@ func subcommand(ctx context.Context, args []string, getenv func(string) string, 
 		return true, runCheck(ctx, args[1:], getenv, stdout)
 	case cmdHealthcheck:
 		return true, runHealthcheck(ctx, args[1:], getenv, stdout)
+	case cmdVersion:
+		fmt.Fprintln(stdout, versionLine())
+		return true, nil
 	}
 	return false, nil
 }
@@ -62,8 +99,8 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer func() { printRows(stdout, rows) }()
 
-	cfg, err := loadConfig(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := loadConfig(args, getenv)
+	if answered(err, stdout) {
 		return nil
 	}
 	if err != nil {
@@ -147,8 +184,8 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // same configuration, through loopback, for container health checks (the
 // image has no shell and no curl). It fails unless the answer is 200.
 func runHealthcheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := loadConfig(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := loadConfig(args, getenv)
+	if answered(err, stdout) {
 		return nil
 	}
 	if err != nil {

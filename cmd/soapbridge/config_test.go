@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +40,7 @@ func writeConfigFile(t *testing.T, body string) string {
 }
 
 func TestConfigDefaultsStartTheSandboxDemo(t *testing.T) {
-	cfg, err := loadConfig(nil, envOf(nil), &bytes.Buffer{})
+	cfg, err := loadConfig(nil, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, ":8080", cfg.Listen)
 	assert.Equal(t, "/axis/EPaymentServiceV2", cfg.SOAPPath)
@@ -62,7 +62,7 @@ func TestConfigDemoMerchantFromEnv(t *testing.T) {
 		"SOAPBRIDGE_SANDBOX": "true", "SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": cfgKey,
 		"SOAPBRIDGE_CURRENCY": "eur", "SOAPBRIDGE_LANG": "en",
 		"SOAPBRIDGE_NOTIFICATION_URL": "https://shop.example/notify.php?x=1",
-	}), &bytes.Buffer{})
+	}))
 	require.NoError(t, err)
 	assert.True(t, cfg.Demo)
 	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "sandbox-client", ClientSecret: "sandbox-secret"},
@@ -92,7 +92,7 @@ max_body_bytes: 5000
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadConfig(tc.args, envOf(tc.env), &bytes.Buffer{})
+			cfg, err := loadConfig(tc.args, envOf(tc.env))
 			require.NoError(t, err)
 			assert.Equal(t, tc.listen, cfg.Listen)
 			assert.Equal(t, tc.path, cfg.SOAPPath)
@@ -124,7 +124,7 @@ merchants:
 	cfg, err := loadConfig([]string{"-config", file}, envOf(map[string]string{
 		"SOAPBRIDGE_GOID":          "8000000002",
 		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret + "-2",
-	}), &bytes.Buffer{})
+	}))
 	require.NoError(t, err)
 	assert.False(t, cfg.Demo)
 	assert.Equal(t, "https://bridge.example", cfg.PublicURL)
@@ -139,7 +139,7 @@ merchants:
 	cfg, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
 		"SOAPBRIDGE_GOID": "8000000003", "SOAPBRIDGE_CLIENT_ID": "three",
 		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey,
-	}), &bytes.Buffer{})
+	}))
 	require.NoError(t, err)
 	require.Len(t, cfg.Merchants, 3)
 	assert.Equal(t, Merchant{Account: restbackend.Account{GoID: 8000000003, ClientID: "three", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS", ReplayWindow: day}, cfg.Merchants[2])
@@ -150,7 +150,7 @@ func TestConfigSingleMerchantByEnv(t *testing.T) {
 		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://bridge.example",
 		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_CLIENT_ID": "cid",
 		"SOAPBRIDGE_CLIENT_SECRET": cfgSecret, "SOAPBRIDGE_SECURE_KEY": cfgKey,
-	}), &bytes.Buffer{})
+	}))
 	require.NoError(t, err)
 	assert.False(t, cfg.Demo)
 	assert.Equal(t, []Merchant{{Account: restbackend.Account{GoID: 8000000001, ClientID: "cid", ClientSecret: cfgSecret}, SecureKey: cfgKey, Currency: "CZK", Lang: "CS", ReplayWindow: day}}, cfg.Merchants)
@@ -185,17 +185,17 @@ merchants:
 		file string
 		want string
 	}{
-		{name: "missing secret", env: with("SOAPBRIDGE_CLIENT_SECRET", ""), want: "merchant 8000000001: client secret missing (client_secret / SOAPBRIDGE_CLIENT_SECRET)"},
+		{name: "missing secret", env: with("SOAPBRIDGE_CLIENT_SECRET", ""), want: "merchant 8000000001: client secret missing (merchants[0].client_secret / SOAPBRIDGE_CLIENT_SECRET)"},
 		{name: "missing client id", env: with("SOAPBRIDGE_CLIENT_ID", ""), want: "merchant 8000000001: client id missing"},
 		{name: "short secure key", env: with("SOAPBRIDGE_SECURE_KEY", "short-"+cfgSecret[:5]), want: "merchant 8000000001: secure key must have at least 24 characters"},
 		{name: "short demo secure key", env: map[string]string{"SOAPBRIDGE_SECURE_KEY": "TopSecret"}, want: "secure key must have at least 24 characters"},
-		{name: "bad goid", env: with("SOAPBRIDGE_GOID", "81234x"), want: `SOAPBRIDGE_GOID: goid must be a positive integer, got "81234x"`},
+		{name: "bad goid", env: with("SOAPBRIDGE_GOID", "81234x"), want: "SOAPBRIDGE_GOID: `81234x` is not an integer"},
 		{name: "negative goid", env: with("SOAPBRIDGE_GOID", "-5"), want: "goid must be a positive integer"},
 		{name: "bad goid in file", file: "merchants:\n  - {goid: -1, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
 			want: "merchant #1: goid must be a positive integer"},
 		{name: "non-numeric goid in file", file: "merchants:\n  - {goid: abc, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
-			want: "line 2: merchant #1: goid: `abc` is not an integer"},
-		{name: "duplicate goid", file: strings.ReplaceAll(twoMerchants, "8000000002", "8000000001"), env: map[string]string{}, want: "merchant 8000000001: listed twice"},
+			want: "line 2: merchants[0].goid: cannot unmarshal !!str `abc` into int64"},
+		{name: "duplicate goid", file: strings.ReplaceAll(twoMerchants, "8000000002", "8000000001"), env: map[string]string{}, want: "merchant 8000000001: configured twice (merchants[1].goid / SOAPBRIDGE_GOID)"},
 		{name: "env merchant ambiguous", file: twoMerchants, env: map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret}, want: "SOAPBRIDGE_GOID is not"},
 		{name: "unknown key in file", file: "listen: :1\nlisten_port: 2\n", want: "line 2: `listen_port` is not a setting; did you mean `listen`?"},
 		{name: "missing file", args: []string{"-config", "/nonexistent/soapbridge.yaml"}, want: "config file"},
@@ -212,8 +212,8 @@ merchants:
 		{name: "unknown default goid", env: with("SOAPBRIDGE_DEFAULT_GOID", "1"), want: "default goid 1 is not a configured merchant"},
 		{name: "bad listen", args: []string{"-listen", "8080"}, want: `listen: "8080" is not host:port`},
 		{name: "bad soap path", env: map[string]string{"SOAPBRIDGE_SOAP_PATH": "axis"}, want: "SOAP path"},
-		{name: "bad duration", env: map[string]string{"SOAPBRIDGE_READ_TIMEOUT": "soon"}, want: "SOAPBRIDGE_READ_TIMEOUT: not a duration"},
-		{name: "bad flag integer", args: []string{"-max-body-bytes", "1M"}, want: "flag -max-body-bytes: not an integer"},
+		{name: "bad duration", env: map[string]string{"SOAPBRIDGE_READ_TIMEOUT": "soon"}, want: "SOAPBRIDGE_READ_TIMEOUT: `soon` is not a duration"},
+		{name: "bad flag integer", args: []string{"-max-body-bytes", "1M"}, want: "flag -max-body-bytes: `1M` is not an integer"},
 		{name: "zero body limit", env: map[string]string{"SOAPBRIDGE_MAX_BODY_BYTES": "0"}, want: "max body bytes must be positive"},
 		{name: "bad log level", env: map[string]string{"SOAPBRIDGE_LOG_LEVEL": "loud"}, want: `log level: "loud"`},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, want: `log format: "xml"`},
@@ -225,13 +225,13 @@ merchants:
 		{name: "deadline under REST timeout", env: with("SOAPBRIDGE_CALL_DEADLINE", "8s"), want: "call deadline 8s must be longer than the REST timeout 10s: a money-moving POST starts only with the REST timeout left"},
 		{name: "REST timeout over deadline", args: []string{"-rest-timeout", "30s"}, env: gateway, want: "must be longer than the REST timeout 30s"},
 		{name: "shutdown shorter than deadline", env: with("SOAPBRIDGE_SHUTDOWN_TIMEOUT", "20s"), want: "shutdown timeout 20s is shorter than the call deadline 25s"},
-		{name: "zero deadline", env: with("SOAPBRIDGE_CALL_DEADLINE", "0s"), want: "call deadline and REST timeout must be positive"},
+		{name: "zero deadline", env: with("SOAPBRIDGE_CALL_DEADLINE", "0s"), want: "call deadline must be positive (call_deadline / SOAPBRIDGE_CALL_DEADLINE / -call-deadline)"},
 		{name: "ledger retention under replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 800h}\n",
-			want: "retention: retention of the ledger 720h0m0s is under the longest replay window 800h0m0s"},
+			want: "retention of the ledger 720h0m0s is under the longest replay window 800h0m0s: a repeat inside its window could act again (retain_ledger / SOAPBRIDGE_RETAIN_LEDGER / -retain-ledger)"},
 		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
 			want: "replay window 1s is under a minute"},
 		{name: "replay window under deadline plus stale margin", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 70s}\n",
-			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay_window 1m10s must be longer than the call deadline plus 30s (1m15s)"},
+			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay window 1m10s must be longer than the call deadline plus 30s (1m15s): a repeat of a call still under way would act again (merchants[0].replay_window in the config file)"},
 		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {
@@ -240,8 +240,7 @@ merchants:
 			if tc.file != "" {
 				args = append([]string{"-config", writeConfigFile(t, tc.file)}, args...)
 			}
-			var usage bytes.Buffer
-			_, err := loadConfig(args, envOf(tc.env), &usage)
+			_, err := loadConfig(args, envOf(tc.env))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			for _, secret := range []string{cfgSecret, cfgKey, "TopSecret"} {
@@ -255,17 +254,20 @@ merchants:
 // the reply is written before the write timeout, and SIGTERM waits for a
 // call in flight.
 func TestConfigDeadlineDefaults(t *testing.T) {
-	cfg, err := loadConfig(nil, envOf(nil), io.Discard)
+	cfg, err := loadConfig(nil, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, 25*time.Second, cfg.CallDeadline)
 	assert.Equal(t, 10*time.Second, cfg.RESTTimeout)
+	// One default each: the core's call deadline, the REST client's timeout.
+	assert.Equal(t, operations.DefaultCallDeadline, cfg.CallDeadline)
+	assert.Equal(t, restbackend.DefaultTimeout, cfg.RESTTimeout)
 	assert.Greater(t, cfg.CallDeadline, cfg.RESTTimeout)
 	assert.Less(t, cfg.CallDeadline, cfg.WriteTimeout)
 	assert.Equal(t, 30*time.Second, cfg.ShutdownTimeout, "deadline + margin")
 	assert.Equal(t, store.DefaultRetention(), cfg.Retention())
 	assert.Equal(t, operations.DefaultReplayWindow, cfg.Merchants[0].ReplayWindow)
 
-	cfg, err = loadConfig([]string{"-call-deadline", "40s", "-retain-ledger", "1000h"}, envOf(nil), io.Discard)
+	cfg, err = loadConfig([]string{"-call-deadline", "40s", "-retain-ledger", "1000h"}, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, 45*time.Second, cfg.ShutdownTimeout)
 	assert.Equal(t, 1000*time.Hour, cfg.Retention().Ledger)
@@ -275,24 +277,48 @@ func TestConfigReportsAllProblems(t *testing.T) {
 	_, err := loadConfig(nil, envOf(map[string]string{
 		"SOAPBRIDGE_GATEWAY_URL": "https://gw.example/api", "SOAPBRIDGE_PUBLIC_URL": "https://bridge.example",
 		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_SECURE_KEY": "x",
-	}), &bytes.Buffer{})
+	}))
 	require.Error(t, err)
 	for _, want := range []string{"client id missing", "client secret missing", "secure key must have"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }
 
+// -h lists every setting under its three names with its real default
+// (run prints it and succeeds); the merchant variables are listed, but no
+// merchant flag exists.
 func TestHelp(t *testing.T) {
+	_, err := loadConfig([]string{"-help"}, envOf(nil))
+	assert.ErrorIs(t, err, flag.ErrHelp)
 	var out bytes.Buffer
-	_, err := loadConfig([]string{"-help"}, envOf(nil), &out)
-	assert.True(t, errors.Is(err, flag.ErrHelp))
-	for _, s := range settings {
-		assert.Contains(t, out.String(), "-"+s.flag)
-		assert.Contains(t, out.String(), s.env())
+	require.NoError(t, run(t.Context(), []string{"-h"}, envOf(nil), &out))
+	for _, s := range fieldsOf(&Config{}) {
+		assert.Regexp(t, "(?m)^  -"+flagName(s.key)+"( |$)", out.String())
+		assert.Contains(t, out.String(), "(file "+s.key+", env "+envName(s.key)+")")
 	}
-	assert.Contains(t, out.String(), "SOAPBRIDGE_CLIENT_SECRET")
-	// run treats -help as success.
-	assert.NoError(t, run(t.Context(), []string{"-h"}, envOf(nil), &bytes.Buffer{}))
+	for _, want := range []string{
+		"  -read-timeout duration\n", "(file read_timeout, env SOAPBRIDGE_READ_TIMEOUT) (default 30s)\n",
+		", env SOAPBRIDGE_REST_TIMEOUT) (default 10s)\n", ", env SOAPBRIDGE_CALL_DEADLINE) (default 25s)\n",
+		", env SOAPBRIDGE_RETAIN_LEDGER) (default 720h0m0s)\n", ", env SOAPBRIDGE_RETAIN_SESSIONS) (default 9600h0m0s)\n",
+		"  -max-body-bytes int\n", ", env SOAPBRIDGE_MAX_BODY_BYTES) (default 65536)\n",
+		"  -sandbox\n", "Default: the call deadline + 5s", "  -config string\n", "  -version\n",
+		"SOAPBRIDGE_CLIENT_SECRET", "SOAPBRIDGE_BASIC_PASSWORD", "SOAPBRIDGE_ALLOWED_NETWORKS",
+	} {
+		assert.Contains(t, out.String(), want)
+	}
+	assert.NotContains(t, out.String(), "-client-secret")
+	assert.NotContains(t, out.String(), "SOAPBRIDGE_REPLAY_WINDOW")
+}
+
+// soapbridge version and -version print the version, the VCS revision and
+// the Go version, and start nothing.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"-version"}, {"-listen", "127.0.0.1:1", "-version"}} {
+		var out bytes.Buffer
+		require.NoError(t, run(t.Context(), args, envOf(nil), &out), args)
+		assert.Regexp(t, `^soapbridge \S+, revision \S+.*, go\d+\.\d+`, out.String(), args)
+		assert.Contains(t, out.String(), runtime.Version())
+	}
 }
 
 func TestMerchantStringHidesSecrets(t *testing.T) {
@@ -306,12 +332,107 @@ func TestMerchantStringHidesSecrets(t *testing.T) {
 
 // The example file in the repository must stay loadable.
 func TestExampleConfigLoads(t *testing.T) {
-	cfg, err := loadConfig([]string{"-config", "../../soapbridge.example.yaml"}, envOf(nil), &bytes.Buffer{})
+	cfg, err := loadConfig([]string{"-config", "../../soapbridge.example.yaml"}, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "https://gw.sandbox.gopay.com/api", cfg.GatewayURL)
 	assert.Equal(t, defaultConfig().ReadTimeout, cfg.ReadTimeout)
 	require.Len(t, cfg.Merchants, 1)
 	assert.Equal(t, int64(8123456789), cfg.Merchants[0].GoID)
+}
+
+// loadConfig can run again while the bridge serves (a reload): each call
+// reads the file anew and returns a Config of its own; nothing is printed
+// or kept between calls, and a bad file is an error, not a half-read Config.
+func TestLoadConfigRunsAgain(t *testing.T) {
+	file := writeConfigFile(t, "sandbox: true\nmerchants:\n  - {goid: 8000000001, client_id: a, client_secret: "+cfgSecret+", secure_key: "+cfgKey+", currency: eur}\n")
+	env := envOf(map[string]string{"SOAPBRIDGE_CALL_DEADLINE": "20s"})
+	first, err := loadConfig([]string{"-config", file, "-listen", "127.0.0.1:0"}, env)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte("sandbox: true\nmerchants:\n  - {goid: 8000000002, client_id: b, client_secret: "+cfgSecret+", secure_key: "+cfgKey+"}\n"), 0o600))
+	second, err := loadConfig([]string{"-config", file, "-listen", "127.0.0.1:0"}, env)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8000000001), first.Merchants[0].GoID)
+	assert.Equal(t, "EUR", first.Merchants[0].Currency)
+	assert.Equal(t, int64(8000000002), second.Merchants[0].GoID)
+	assert.Equal(t, "CZK", second.Merchants[0].Currency)
+	for _, c := range []Config{first, second} {
+		assert.Equal(t, 20*time.Second, c.CallDeadline)
+		assert.Equal(t, "127.0.0.1:0", c.Listen)
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte("merchants:\n  - {goid: 8000000002, secure_key: short}\n"), 0o600))
+	_, err = loadConfig([]string{"-config", file}, env)
+	assert.ErrorContains(t, err, "secure key must have at least 24 characters (merchants[0].secure_key / SOAPBRIDGE_SECURE_KEY)")
+
+	// The demo merchant is copied, never normalized in place.
+	_, err = loadConfig(nil, envOf(nil))
+	require.NoError(t, err)
+	assert.Empty(t, demoMerchant.Currency)
+}
+
+// Every validation problem ends with the settings to change, each a real
+// one: a file key with its variable and flag, or a merchant's key path with
+// its variable (none for file-only keys).
+func TestEveryProblemNamesItsSettings(t *testing.T) {
+	file := writeConfigFile(t, fmt.Sprintf(`
+gateway_url: gw.example/api
+listen: "8080"
+soap_path: axis
+log_level: loud
+log_format: xml
+max_connections: -1
+rate_limit: -1
+read_timeout: -1s
+return_status_timeout: 2m
+call_deadline: 55s
+shutdown_timeout: 20s
+retain_sessions: 100h
+admin_listen: nowhere
+otlp_endpoint: ftp://otel
+trusted_proxies: 10.0.0.0/33
+default_goid: 1
+merchants:
+  - {goid: 8000000001, client_id: a, client_secret: %[1]s, secure_key: short, replay_window: 1s}
+  - {goid: 8000000001, client_id: b, client_secret: %[1]s, secure_key: %[2]s, currency: KORUNA, notification_url: "https://u:%[1]s@shop.example/"}
+  - {client_id: c, secure_key: %[2]s, basic_user: x, rate_limit: -1}
+`, cfgSecret, cfgKey))
+	_, err := loadConfig([]string{"-config", file}, envOf(nil))
+	require.Error(t, err)
+	settingKeys := map[string]bool{}
+	for _, s := range fieldsOf(&Config{}) {
+		settingKeys[s.key] = true
+	}
+	merchantKeys := map[string]bool{}
+	for _, s := range fieldsOf(&Merchant{}) {
+		merchantKeys[s.key] = true
+	}
+	names := regexp.MustCompile(`\(([^()]*)\)$`)
+	merchantKey := regexp.MustCompile(`^merchants\[(\d)\]\.(\w+)`)
+	lines := strings.Split(err.Error(), "\n")
+	assert.GreaterOrEqual(t, len(lines), 25, err.Error())
+	for _, line := range lines {
+		assert.NotContains(t, line, cfgSecret)
+		assert.NotContains(t, line, cfgKey)
+		m := names.FindStringSubmatch(line)
+		if !assert.NotNil(t, m, "names no setting: %s", line) {
+			continue
+		}
+		for _, n := range strings.Split(m[1], "; ") {
+			if mk := merchantKey.FindStringSubmatch(n); mk != nil {
+				assert.True(t, merchantKeys[mk[2]], "not a merchant key: %s", n)
+				assert.True(t, n == mk[0]+" in the config file" || n == mk[0]+" / "+envName(mk[2]), n)
+				continue
+			}
+			key, _, _ := strings.Cut(n, " / ")
+			assert.True(t, settingKeys[key], "not a setting: %s", n)
+			assert.Equal(t, key+" / "+envName(key)+" / -"+flagName(key), n)
+		}
+	}
+	for _, want := range []string{"(soap_path / SOAPBRIDGE_SOAP_PATH / -soap-path)", "(merchants[0].replay_window in the config file)",
+		"merchant 8000000001: configured twice (merchants[1].goid / SOAPBRIDGE_GOID)", "merchant #3: goid must be a positive integer",
+		"(merchants[2].rate_limit in the config file)", "(call_deadline / SOAPBRIDGE_CALL_DEADLINE / -call-deadline; rest_timeout /"} {
+		assert.Contains(t, err.Error(), want)
+	}
 }
 
 // Errors name the key as the user wrote it, where they wrote it, and
@@ -330,13 +451,13 @@ func TestConfigErrorsInTheUsersTerms(t *testing.T) {
 		{name: "file key typo", file: "gateway_ulr: https://gw.example\n", want: "`gateway_ulr` is not a setting; did you mean `gateway_url`?"},
 		{name: "unrelated file key", file: "colour: blue\n", want: "line 1: `colour` is not a setting"},
 		{name: "misspelt merchant key", file: "merchants:\n  - goid: 1\n    secret_key: x\n",
-			want: "line 3: merchant #1: `secret_key` is not a setting; did you mean `secure_key`?"},
+			want: "line 3: `secret_key` is not a setting; did you mean `secure_key`?"},
 		{name: "bare number duration in file", file: "read_timeout: 30\n", want: "line 1: read_timeout: `30` is not a duration, write `30s`"},
 		{name: "bare number duration in env", env: map[string]string{"SOAPBRIDGE_IDLE_TIMEOUT": "30"}, want: "SOAPBRIDGE_IDLE_TIMEOUT: `30` is not a duration, write `30s`"},
 		{name: "bare number duration as flag", args: []string{"-write-timeout", "2.5"}, want: "flag -write-timeout: `2.5` is not a duration, write `2.5s`"},
-		{name: "list for a single value", file: "listen:\n  - :1\n", want: "`listen` takes a single value"},
-		{name: "key set twice", file: "listen: :1\nlisten: :2\n", want: "line 2: `listen` is set twice"},
-		{name: "merchants not a list", file: "merchants: 5\n", want: "`merchants` is a list"},
+		{name: "list for a single value", file: "listen:\n  - :1\n", want: "line 2: listen: cannot unmarshal !!seq into string"},
+		{name: "key set twice", file: "listen: :1\nlisten: :2\n", want: `line 2: mapping key "listen" already defined at line 1`},
+		{name: "merchants not a list", file: "merchants: 5\n", want: "line 1: merchants: cannot unmarshal !!int `5` into []operations.Merchant"},
 		{name: "misspelt flag", args: []string{"-listen-adress", ":1"}, want: "-listen-adress is not a setting; did you mean -listen?"},
 		{name: "validation names the keys", env: map[string]string{"SOAPBRIDGE_LOG_FORMAT": "xml"},
 			want: `log format: "xml" is not json or console (log_format / SOAPBRIDGE_LOG_FORMAT / -log-format)`},
@@ -347,7 +468,7 @@ func TestConfigErrorsInTheUsersTerms(t *testing.T) {
 			if tc.file != "" {
 				args = append([]string{"-config", writeConfigFile(t, tc.file)}, args...)
 			}
-			_, err := loadConfig(args, envOf(tc.env), &bytes.Buffer{})
+			_, err := loadConfig(args, envOf(tc.env))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -368,8 +489,7 @@ func TestUnknownEnvironmentVariables(t *testing.T) {
 // listen address, which only a gateway on this host can reach.
 func TestHelpPublicURL(t *testing.T) {
 	var out bytes.Buffer
-	_, err := loadConfig([]string{"-h"}, envOf(nil), &out)
-	require.ErrorIs(t, err, flag.ErrHelp)
+	printUsage(&out)
 	assert.Contains(t, out.String(), "required with a real gateway")
 	assert.Contains(t, out.String(), "http://<listen address>")
 	assert.NotContains(t, out.String(), "gateway callbacks); derived from the request when empty")
@@ -392,20 +512,20 @@ merchants:
     secure_key: %[2]s-2
     void_recurrent_reply: PaymentSession
 `, cfgSecret, cfgKey))
-	cfg, err := loadConfig([]string{"-config", file}, envOf(nil), &bytes.Buffer{})
+	cfg, err := loadConfig([]string{"-config", file}, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "", cfg.Merchants[0].VoidRecurrentReply, "default: the PHP library's paymentResult scheme")
 	assert.Equal(t, "paymentSession", cfg.Merchants[1].VoidRecurrentReply)
 
 	cfg, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
 		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_VOID_RECURRENT_REPLY": "paymentsession",
-	}), &bytes.Buffer{})
+	}))
 	require.NoError(t, err)
 	assert.Equal(t, "paymentSession", cfg.Merchants[0].VoidRecurrentReply)
 
 	_, err = loadConfig([]string{"-config", file}, envOf(map[string]string{
 		"SOAPBRIDGE_GOID": "8000000001", "SOAPBRIDGE_VOID_RECURRENT_REPLY": "both",
-	}), &bytes.Buffer{})
+	}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "void_recurrent_reply")
 	assert.Contains(t, err.Error(), "SOAPBRIDGE_VOID_RECURRENT_REPLY")

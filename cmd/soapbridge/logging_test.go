@@ -61,18 +61,18 @@ func TestUnbufferedLogWritesAtOnce(t *testing.T) {
 }
 
 func TestPerformanceSettings(t *testing.T) {
-	cfg, err := loadConfig(nil, envOf(nil), &strings.Builder{})
+	cfg, err := loadConfig(nil, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, defaultLogBuffer, cfg.LogBuffer)
 	assert.Equal(t, restbackend.DefaultMaxIdleConns, cfg.RESTMaxIdleConns)
 
-	cfg, err = loadConfig([]string{"-log-buffer", "0"}, envOf(map[string]string{"SOAPBRIDGE_REST_MAX_IDLE_CONNS": "64"}), &strings.Builder{})
+	cfg, err = loadConfig([]string{"-log-buffer", "0"}, envOf(map[string]string{"SOAPBRIDGE_REST_MAX_IDLE_CONNS": "64"}))
 	require.NoError(t, err)
 	assert.Equal(t, 0, cfg.LogBuffer)
 	assert.Equal(t, 64, cfg.RESTMaxIdleConns)
 
 	for _, env := range []map[string]string{{"SOAPBRIDGE_LOG_BUFFER": "-1"}, {"SOAPBRIDGE_REST_MAX_IDLE_CONNS": "0"}} {
-		_, err := loadConfig(nil, envOf(env), &strings.Builder{})
+		_, err := loadConfig(nil, envOf(env))
 		assert.Error(t, err, env)
 	}
 }

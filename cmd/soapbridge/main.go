@@ -9,8 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -64,8 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if handled, err := subcommand(ctx, args, getenv, stdout); handled {
 		return err
 	}
-	cfg, err := loadConfig(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := loadConfig(args, getenv)
+	if answered(err, stdout) {
 		return nil
 	}
 	if err != nil {
@@ -368,8 +366,8 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	if err != nil {
 		gw.Close()
 		ln.Close()
-		return nil, fmt.Errorf("embedded sandbox: %w; repair or move the file away, or unset sandbox_state %s to run in memory",
-			err, keys("sandbox-state"))
+		return nil, fmt.Errorf("embedded sandbox: %w; repair or move the file away, or unset sandbox_state%s to run in memory",
+			err, names("sandbox_state"))
 	}
 	srv := &http.Server{
 		Handler:           gw,
@@ -393,7 +391,7 @@ func checkStateDir(file string) error {
 	}
 	probe, err := os.CreateTemp(filepath.Dir(file), ".soapbridge-sandbox-probe-*")
 	if err != nil {
-		return fmt.Errorf("embedded sandbox: the state file %s cannot be written: %w %s", file, err, keys("sandbox-state"))
+		return fmt.Errorf("embedded sandbox: the state file %s cannot be written: %w%s", file, err, names("sandbox_state"))
 	}
 	probe.Close()
 	return os.Remove(probe.Name())

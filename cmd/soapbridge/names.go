@@ -2,10 +2,34 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
+
+// names gives each key in every notation the operator may have set it in:
+// " (log_format / SOAPBRIDGE_LOG_FORMAT / -log-format)". A merchant's key
+// (merchants[1].secure_key) has no flag, and a file-only one no variable.
+func names(keys ...string) string {
+	var out []string
+	for _, k := range keys {
+		_, field, merchant := strings.Cut(k, "].")
+		switch {
+		case k == "merchants":
+			out = append(out, "merchants in the config file, or "+envName("goid")+" and the other merchant variables")
+		case merchant && slices.Contains(fileOnlyMerchantKeys, field):
+			out = append(out, k+" in the config file")
+		case merchant:
+			out = append(out, k+" / "+envName(field))
+		default:
+			out = append(out, k+" / "+envName(k)+" / -"+flagName(k))
+		}
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
 
 // notASetting says that name is not one of known, in the notation of the
 // place it came from (quote formats a name: "`%s`", "-%s", "%s"), and
@@ -40,8 +64,7 @@ func closest(name string, known []string) string {
 }
 
 func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
@@ -59,31 +82,35 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// flagError rewrites the flag package's "flag provided but not defined"
-// with a suggestion; other errors (and flag.ErrHelp) pass unchanged.
-func flagError(err error) error {
-	const undefined = "flag provided but not defined: -"
-	msg := err.Error()
-	if !strings.HasPrefix(msg, undefined) {
+// flagError restates the flag package's errors: a flag that is none gets a
+// suggestion, a bad value says what it should have been.
+func flagError(fs *flag.FlagSet, err error) error {
+	if m := badFlagValue.FindStringSubmatch(err.Error()); m != nil {
+		v, _ := strconv.Unquote(m[1])
+		return fmt.Errorf("flag -%s: %s", m[2], badValue(fs.Lookup(m[2]), v))
+	}
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
 		return err
 	}
-	name := strings.TrimPrefix(msg, undefined)
-	known := make([]string, 0, len(settings))
-	for _, s := range settings {
-		known = append(known, s.flag)
-	}
+	var known []string
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
 	hint := notASetting(name, known, "-%s")
-	if slices.Contains(merchantEnv(), envPrefix+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))) {
-		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)",
-			envPrefix+strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+	if env := envName(strings.ReplaceAll(name, "-", "_")); slices.Contains(knownEnv(), env) {
+		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)", env)
 	}
 	return errors.New(hint)
 }
 
-// merchantEnv are the merchant variables.
-func merchantEnv() []string {
-	return []string{envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent,
-		envAllowedNetworks, envBasicUser, envBasicPassword}
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-(\S+): `)
+
+// knownEnv are the bridge's variables.
+func knownEnv() []string {
+	known := append(keysOf(fieldsOf(&Config{})), append(keysOf(merchantEnv(&Merchant{})), "config")...)
+	for i, k := range known {
+		known[i] = envName(k)
+	}
+	return known
 }
 
 // envNotOurs are SOAPBRIDGE_ variables the project's own tests and tools
@@ -94,17 +121,13 @@ var envNotOurs = []string{envPrefix + "E2E_BINARY", envPrefix + "ARTIFACTS"}
 // misspelt SOAPBRIDGE_GATEWAY_ULR would otherwise be ignored in silence,
 // as a misspelt file key would be.
 func checkEnvNames(environ []string) error {
-	known := merchantEnv()
-	for _, s := range settings {
-		known = append(known, s.env())
-	}
+	known := knownEnv()
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) || slices.Contains(envNotOurs, name) {
-			continue
+		if strings.HasPrefix(name, envPrefix) && !slices.Contains(known, name) && !slices.Contains(envNotOurs, name) {
+			errs = append(errs, errors.New(notASetting(name, known, "%s")))
 		}
-		errs = append(errs, errors.New(notASetting(name, known, "%s")))
 	}
 	return errors.Join(errs...)
 }

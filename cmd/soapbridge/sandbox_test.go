@@ -61,7 +61,7 @@ func TestSandboxOnlyForTheDemoOrWhenAsked(t *testing.T) {
 			if tc.file != "" {
 				args = append([]string{"-config", writeConfigFile(t, tc.file)}, args...)
 			}
-			cfg, err := loadConfig(args, envOf(tc.env), &bytes.Buffer{})
+			cfg, err := loadConfig(args, envOf(tc.env))
 			if len(tc.want) > 0 {
 				require.Error(t, err)
 				for _, w := range tc.want {

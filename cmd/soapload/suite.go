@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 )
 
 // suiteConfig are the settings of a whole harness run.
@@ -45,7 +46,8 @@ type merchantCreds struct {
 	clientID, clientSecret, secureKey string
 }
 
-var demo = merchantCreds{goid: 8123456789, clientID: "sandbox-client", clientSecret: "sandbox-secret", secureKey: "DemoSecureKey-0123456789"}
+var demo = merchantCreds{goid: sandbox.DemoAccount.GoID, clientID: sandbox.DemoAccount.ClientID,
+	clientSecret: sandbox.DemoAccount.ClientSecret, secureKey: sandbox.DemoSecureKey}
 
 const soapPath = "/axis/EPaymentServiceV2"
 

@@ -107,9 +107,9 @@ func TestUnmappedChannelsSettingValidated(t *testing.T) {
 		m.UnmappedChannels = in
 		m.Normalize()
 		assert.Equal(t, want, m.UnmappedChannels)
-		assert.NoError(t, m.Validate())
+		assert.Empty(t, m.Problems())
 	}
 	m.UnmappedChannels = "drop"
 	m.Normalize()
-	assert.EqualError(t, m.Validate(), `goid 8123456789: unmapped_channels "drop" must be use_enabled or refuse`)
+	assert.Equal(t, []operations.Problem{{Key: "unmapped_channels", Msg: `unmapped_channels "drop" must be use_enabled or refuse`}}, m.Problems())
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -262,11 +261,6 @@ func (v *validator) itemsAddUp(items []restbackend.Item, amount int64) {
 	}
 }
 
-func absURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
 // validateCreate checks a create request of the merchant goid; the caller
 // holds g.mu (card tokens are looked up).
 func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now time.Time) error {
@@ -291,10 +285,10 @@ func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now 
 	v.itemsAddUp(r.Items, r.Amount)
 	if r.Callback == nil || r.Callback.ReturnURL == "" {
 		v.add(codeMandatory, "callback.return_url", "callback.return_url is required")
-	} else if !absURL(r.Callback.ReturnURL) {
+	} else if !restbackend.IsHTTPURL(r.Callback.ReturnURL) {
 		v.add(codeWrongFormat, "callback.return_url", "callback.return_url must be an absolute http(s) URL")
 	}
-	if r.Callback != nil && r.Callback.NotificationURL != "" && !absURL(r.Callback.NotificationURL) {
+	if r.Callback != nil && r.Callback.NotificationURL != "" && !restbackend.IsHTTPURL(r.Callback.NotificationURL) {
 		v.add(codeWrongFormat, "callback.notification_url", "callback.notification_url must be an absolute http(s) URL")
 	}
 	if p := r.Payer; p != nil {

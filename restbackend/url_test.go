@@ -1,0 +1,33 @@
+package restbackend
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// One check serves every URL the bridge is given: callbacks a shop hands on
+// (IsHTTPURL) and configured URLs (CheckURL), whose messages never quote a
+// URL that may carry a password.
+func TestURLChecks(t *testing.T) {
+	for _, u := range []string{"https://shop.example/return?order=1#top", "http://user:pw@127.0.0.1:8080/x"} {
+		assert.True(t, IsHTTPURL(u), u)
+	}
+	for _, u := range []string{"", "/relative", "shop.example/x", "ftp://shop.example/", "https://", "mailto:a@b.example", "http://[::1"} {
+		assert.False(t, IsHTTPURL(u), u)
+		assert.EqualError(t, CheckURL(u, true), "not an absolute http(s) URL", u)
+	}
+	assert.NoError(t, CheckURL("https://gw.example/api/", false))
+	assert.NoError(t, CheckURL("https://shop.example/notify.php?shop=1", true))
+	assert.EqualError(t, CheckURL("https://shop.example/notify.php?shop=1", false), "must not carry user info, a fragment or a query")
+	for _, u := range []string{"https://admin:S3cret@gw.example/api", "https://shop.example/notify#x"} {
+		err := CheckURL(u, true)
+		assert.EqualError(t, err, "must not carry user info or a fragment", u)
+		assert.NotContains(t, err.Error(), "S3cret")
+	}
+}
+
+// The bridge's rest_timeout default is this package's: one figure.
+func TestDefaultTimeout(t *testing.T) {
+	assert.Equal(t, DefaultTimeout, New(Config{BaseURL: "http://127.0.0.1:1"}).Timeout())
+}
