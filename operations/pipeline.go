@@ -196,7 +196,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 		return zero, resultServerError, err
 	}
 	if r.auth != nil {
-		if rf := c.authenticate(r.auth(in)); rf != nil {
+		if rf := c.authenticate(ctx, r.auth(in)); rf != nil {
 			return refused(rf)
 		}
 	}
@@ -228,7 +228,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 
 // authenticate finds the merchant a request names and checks what it
 // signed; nothing is asked of the gateway before it succeeds.
-func (c *call) authenticate(a auth) *refusal {
+func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	c.goid, c.payment = a.goid, a.payment
 	if a.goid != nil {
 		c.m, c.known = c.s.merchant(*a.goid)
@@ -250,11 +250,12 @@ func (c *call) authenticate(a auth) *refusal {
 	if a.signed == nil {
 		return nil
 	}
-	v, ok := c.m.verify(a.sig, a.signed...)
+	v, ok := c.m.verify(c.s.now(), a.sig, a.signed...)
 	if !ok {
 		return badSignature(a.part)
 	}
 	c.v = v
+	c.s.keySeen(ctx, c.m, v.key)
 	return nil
 }
 

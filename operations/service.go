@@ -33,6 +33,7 @@ type Service struct {
 	publicURL string
 	out       *outbox
 	observer  Observer
+	shop      shopKeys
 
 	methods             methodCache
 	now                 func() time.Time
@@ -100,6 +101,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Outbox.Logger = s.log
 	}
 	s.out = newOutbox(cfg.Outbox)
+	s.out.sign = s.signNotification
 	return s, nil
 }
 
