@@ -72,6 +72,7 @@ type Config struct {
 	TrustedProxies string `yaml:"trusted_proxies" help:"CIDRs of the proxies and load balancers whose X-Forwarded-For is believed for merchants' allowed_networks"`
 	AdminListen    string `yaml:"admin_listen" help:"address of the admin listener (/metrics, /livez, /readyz, /debug/pprof, status page at /); off: none"`
 	OTLPEndpoint   string `yaml:"otlp_endpoint" help:"OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty"`
+	WatchConfig    bool   `yaml:"watch_config" help:"reload the merchants when the config file changes (read every 2s), as SIGHUP does"`
 
 	Merchants []Merchant `yaml:"merchants"`
 
@@ -169,15 +170,7 @@ func (c *Config) validate() error {
 	var errs []error
 	core := c.core()
 	for _, p := range core.Validate(c.RESTTimeout) {
-		msg := p.Msg
-		if i := 0; strings.HasPrefix(p.Key, "merchants[") {
-			fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
-			who := fmt.Sprintf("#%d", i+1)
-			if g := c.Merchants[i].GoID; g > 0 {
-				who = strconv.FormatInt(g, 10)
-			}
-			msg = "merchant " + who + ": " + msg
-		}
+		msg := merchantMessage(*c, p)
 		if p.Key != "public_url" || c.PublicURL != "" { // the listen address stands in on the sandbox; a gateway needs it (below)
 			errs = append(errs, errors.New(msg+names(p.Key)))
 		}
@@ -236,6 +229,21 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.checkSandboxChoice()...)
 	return errors.Join(errs...)
+}
+
+// merchantMessage is the message of a core problem, prefixed with the
+// merchant it is about ("merchant 8123456789: …", "merchant #2: …").
+func merchantMessage(c Config, p operations.Problem) string {
+	i := 0
+	if !strings.HasPrefix(p.Key, "merchants[") {
+		return p.Msg
+	}
+	fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
+	who := fmt.Sprintf("#%d", i+1)
+	if i < len(c.Merchants) && c.Merchants[i].GoID > 0 {
+		who = strconv.FormatInt(c.Merchants[i].GoID, 10)
+	}
+	return "merchant " + who + ": " + p.Msg
 }
 
 // when is the problem format describes if cond holds, else "".

@@ -32,7 +32,7 @@ var fileOnlyMerchantKeys = []string{"replay_window", "rate_limit", "rate_burst"}
 // setting is one field of a Config or a Merchant, found by its yaml tag.
 type setting struct {
 	key, help string
-	ptr       any // *string, *int, *int64, *float64, *time.Duration or **bool
+	ptr       any // *string, *int, *int64, *float64, *time.Duration, *bool or **bool
 }
 
 // fieldsOf lists the fields of the struct p points to that have a yaml key,
@@ -78,6 +78,8 @@ func bind(fs *flag.FlagSet, settings []setting) {
 			fs.Int64Var(p, name, *p, help)
 		case *float64:
 			fs.Float64Var(p, name, *p, help)
+		case *bool:
+			fs.BoolVar(p, name, *p, help)
 		case **bool: // nil: not set
 			fs.BoolFunc(name, help, func(v string) error { b, err := strconv.ParseBool(v); *p = &b; return err })
 		}

@@ -62,6 +62,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if handled, err := subcommand(ctx, args, getenv, stdout); handled {
 		return err
 	}
+	// SIGHUP reloads (reload.go); caught from here on, so that it never
+	// ends the process as its default action would.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(args, getenv)
 	if answered(err, stdout) {
 		return nil
@@ -92,11 +97,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
 
 	gatewayURL := cfg.GatewayURL
+	var embedded *sandboxServer
 	if gatewayURL == "" {
 		sb, err := startSandbox(cfg, log)
 		if err != nil {
 			return err
 		}
+		embedded = sb
 		closers = append(closers, func() { sb.stop(cfg.ShutdownTimeout) })
 		gatewayURL = sb.url + "/api"
 		for _, w := range cfg.sandboxWarnings() {
@@ -184,10 +191,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	guard, err := newGuard(cfg, log)
+	guard := &guardHolder{}
+	g, err := newGuard(cfg, log)
 	if err != nil {
 		return err
 	}
+	guard.g.Store(g)
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
 		Observer:         met,
@@ -230,6 +239,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 		closers = append(closers, stopAdmin)
+	}
+
+	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(next Config) error {
+		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			return coreProblems(next, ps)
+		}
+		g, err := newGuard(next, log)
+		if err != nil {
+			return err // validated: not expected
+		}
+		guard.g.Store(g)
+		if embedded != nil {
+			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
+		}
+		return nil
+	}}
+	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
+	closers = append(closers, stopReloads)
+	go func() {
+		for {
+			select {
+			case <-reloadCtx.Done():
+				return
+			case <-hup:
+				rl.reload("SIGHUP") //nolint:errcheck // logged and counted
+			}
+		}
+	}()
+	if cfg.WatchConfig && cfg.ConfigFile != "" {
+		go rl.watch(reloadCtx)
 	}
 
 	srv := newHTTPServer(cfg, e, log)
@@ -345,10 +384,7 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded sandbox: listen %s: %w", cfg.SandboxListen, err)
 	}
-	ms := make([]sandbox.Merchant, len(cfg.Merchants))
-	for i, m := range cfg.Merchants {
-		ms[i] = sandbox.Merchant{Account: m.Account}
-	}
+	ms := sandboxMerchants(cfg.Merchants)
 	slog := log.Named("sandbox")
 	if err := checkStateDir(cfg.SandboxState); err != nil {
 		ln.Close()
@@ -380,6 +416,16 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	slog.Info("embedded sandbox gateway started", zap.String("addr", ln.Addr().String()), zap.String("url", sb.url),
 		zap.String("state_file", cfg.SandboxState))
 	return sb, nil
+}
+
+// sandboxMerchants are the registrations of the bridge's merchants at the
+// embedded sandbox.
+func sandboxMerchants(ms []Merchant) []sandbox.Merchant {
+	out := make([]sandbox.Merchant, len(ms))
+	for i, m := range ms {
+		out[i] = sandbox.Merchant{Account: m.Account}
+	}
+	return out
 }
 
 // checkStateDir fails at start, rather than at the first payment, when the
