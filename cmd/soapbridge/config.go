@@ -70,6 +70,9 @@ type Config struct {
 	// do not pay again" page with a reload link.
 	ReturnStatusTimeout time.Duration `yaml:"return_status_timeout"`
 
+	// MetricsMerchantLabels: per-merchant metric series (a goid label); nil: on.
+	MetricsMerchantLabels *bool `yaml:"metrics_merchant_labels"`
+
 	// ConfigFile is where the settings above were read from ("" if none).
 	ConfigFile string `yaml:"-"`
 	// Demo is set when the embedded sandbox's demo merchant was configured
@@ -262,6 +265,23 @@ var settings = []setting{
 	intOpt("default-goid", "merchant paymentMethodList answers for (it has no input); the first merchant when 0", func(c *Config) *int64 { return &c.DefaultGoID }),
 	strOpt("trusted-proxies", "CIDRs of the proxies and load balancers whose X-Forwarded-For is believed for merchants' allowed_networks", func(c *Config) *string { return &c.TrustedProxies }),
 	strOpt("admin-listen", "address of the admin listener (/metrics, /livez, /readyz, /debug/pprof, status page at /); off: none", func(c *Config) *string { return &c.AdminListen }),
+	{flag: "metrics-merchant-labels", isBool: true,
+		help: "export per-merchant metric series (a goid label, 6 series per merchant); false: none, for many merchants (default true)",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("`%s` is not true or false", v)
+			}
+			c.MetricsMerchantLabels = &b
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.MetricsMerchantLabels == nil {
+				return ""
+			}
+			return strconv.FormatBool(*c.MetricsMerchantLabels)
+		},
+	},
 	strOpt("otlp-endpoint", "OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty", func(c *Config) *string { return &c.OTLPEndpoint }),
 }
 

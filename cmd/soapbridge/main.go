@@ -92,6 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	closers = append(closers, func() { ln.Close() })
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
+	ready := newReadiness(connStatsOf(ln))
 
 	gatewayURL := cfg.GatewayURL
 	if gatewayURL == "" {
@@ -134,7 +135,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
-	met := metrics.New(operationNames(), goidsOf(cfg.Merchants), st)
+	met := metrics.New(metrics.Options{Operations: operationNames(), GoIDs: goidsOf(cfg.Merchants),
+		MerchantLabels: cfg.MetricsMerchantLabels == nil || *cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
+	if conns := connStatsOf(ln); conns != nil {
+		met.SetConnections(conns)
+	}
 	st = met.Store(st)
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
@@ -224,7 +229,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, log.Named("admin"))
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, log.Named("admin"))
 		if err != nil {
 			return err
 		}
@@ -234,6 +239,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := newHTTPServer(cfg, e, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	ready.serving()
 
 	log.Info("listening",
 		zap.Duration("call_deadline", cfg.CallDeadline),
@@ -253,6 +259,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	ready.draining()
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -261,27 +268,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// startAdmin serves the admin listener until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", cfg.AdminListen)
-	if err != nil {
-		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
-	}
-	srv := &http.Server{
-		Handler:           newAdminHandler(cfg, met, st, gatewayURL, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          zap.NewStdLog(log),
-	}
-	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
-	log.Info("admin listening", zap.String("addr", ln.Addr().String()))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}, nil
 }
 
 func goidsOf(ms []Merchant) []int64 {

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 )
 
 func TestRecentFailuresKeepsTheLastN(t *testing.T) {
-	m := New([]string{"paymentStatus"}, []int64{1}, nil)
+	m := New(Options{Operations: []string{"paymentStatus"}, GoIDs: []int64{1}})
 	assert.Empty(t, m.RecentFailures())
 	for i := range maxFailures + 5 {
 		m.OutboxFailed(OutboxFailure{PaymentID: int64(i), Target: "http://shop", Status: "HTTP 503"})
@@ -23,17 +22,23 @@ func TestRecentFailuresKeepsTheLastN(t *testing.T) {
 }
 
 func TestBadSignatureLabelsStayBounded(t *testing.T) {
-	m := New([]string{"paymentStatus"}, []int64{1}, nil)
+	m := New(Options{Operations: []string{"paymentStatus"}, GoIDs: []int64{1}, MerchantLabels: true})
 	m.BadSignature("paymentStatus", 1)
 	m.BadSignature("paymentStatus", 1)
 	for g := range int64(50) {
 		m.BadSignature("paymentStatus", 1000+g) // unconfigured goids
 	}
-	want := fmt.Sprintf(`
-# HELP soapbridge_signature_failures_total %s
+	m.BadSignature("noSuchOperation", 1)
+	want := `
+# HELP soapbridge_signature_failures_total SOAP calls refused because their encryptedSignature does not verify, by operation.
 # TYPE soapbridge_signature_failures_total counter
-soapbridge_signature_failures_total{merchant="1",operation="paymentStatus"} 2
-soapbridge_signature_failures_total{merchant="other",operation="paymentStatus"} 50
-`, "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant.")
-	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_signature_failures_total"))
+soapbridge_signature_failures_total{operation="paymentStatus"} 52
+soapbridge_signature_failures_total{operation="unknown"} 1
+# HELP soapbridge_merchant_signature_failures_total SOAP calls refused because their encryptedSignature does not verify, by merchant (goid).
+# TYPE soapbridge_merchant_signature_failures_total counter
+soapbridge_merchant_signature_failures_total{goid="1"} 3
+soapbridge_merchant_signature_failures_total{goid="other"} 50
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
+		"soapbridge_signature_failures_total", "soapbridge_merchant_signature_failures_total"))
 }
