@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -226,6 +227,7 @@ func (p *probes) probeGateway(ctx context.Context) {
 			}
 			return err
 		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // read so the connection is kept for the next probe
 		resp.Body.Close()
 		switch resp.StatusCode {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

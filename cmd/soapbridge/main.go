@@ -92,7 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	closers = append(closers, func() { ln.Close() })
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
-	ready := newReadiness(connStatsOf(ln))
+	conns := connStatsOf(ln)
+	ready := newReadiness(conns)
 
 	gatewayURL := cfg.GatewayURL
 	if gatewayURL == "" {
@@ -137,7 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// observer hooks; the store is timed by a wrapper.
 	met := metrics.New(metrics.Options{Operations: operationNames(), GoIDs: goidsOf(cfg.Merchants),
 		MerchantLabels: cfg.MetricsMerchantLabels == nil || *cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
-	if conns := connStatsOf(ln); conns != nil {
+	if conns != nil {
 		met.SetConnections(conns)
 	}
 	st = met.Store(st)
