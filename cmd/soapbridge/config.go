@@ -74,6 +74,8 @@ type Config struct {
 	OTLPEndpoint   string `yaml:"otlp_endpoint" help:"OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty"`
 	WatchConfig    bool   `yaml:"watch_config" help:"reload the merchants when the config file changes (read every 2s), as SIGHUP does"`
 
+	MetricsMerchantLabels bool `yaml:"metrics_merchant_labels" help:"per-merchant metric series (label goid, 7 per merchant); false: none, whatever the number of merchants"`
+
 	Merchants []Merchant `yaml:"merchants"`
 
 	// ConfigFile is where the settings above were read from ("" if none).
@@ -108,31 +110,32 @@ const shutdownMargin = 5 * time.Second
 func defaultConfig() Config {
 	r := store.DefaultRetention()
 	return Config{
-		Listen:           ":8080",
-		SOAPPath:         "/axis/EPaymentServiceV2",
-		ServiceNamespace: wsdl.DefaultServiceNamespace,
-		MaxBodyBytes:     64 << 10,
-		MaxConns:         4096,
-		MaxConnsPerIP:    256,
-		MaxDepth:         64,
-		MaxRefs:          1000,
-		ReadTimeout:      30 * time.Second,
-		WriteTimeout:     60 * time.Second,
-		IdleTimeout:      120 * time.Second,
-		CallDeadline:     operations.DefaultCallDeadline,
-		RESTTimeout:      restbackend.DefaultTimeout,
-		PurgeInterval:    time.Hour,
-		RetainDelivered:  r.Delivered,
-		RetainDead:       r.Dead,
-		RetainLedger:     r.Ledger,
-		RetainSessions:   r.Sessions,
-		SandboxListen:    "127.0.0.1:8090",
-		AdminListen:      "127.0.0.1:9090",
-		Database:         "soapbridge.db",
-		LogLevel:         "info",
-		LogFormat:        "json",
-		LogBuffer:        defaultLogBuffer,
-		RESTMaxIdleConns: restbackend.DefaultMaxIdleConns,
+		Listen:                ":8080",
+		MetricsMerchantLabels: true,
+		SOAPPath:              "/axis/EPaymentServiceV2",
+		ServiceNamespace:      wsdl.DefaultServiceNamespace,
+		MaxBodyBytes:          64 << 10,
+		MaxConns:              4096,
+		MaxConnsPerIP:         256,
+		MaxDepth:              64,
+		MaxRefs:               1000,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		CallDeadline:          operations.DefaultCallDeadline,
+		RESTTimeout:           restbackend.DefaultTimeout,
+		PurgeInterval:         time.Hour,
+		RetainDelivered:       r.Delivered,
+		RetainDead:            r.Dead,
+		RetainLedger:          r.Ledger,
+		RetainSessions:        r.Sessions,
+		SandboxListen:         "127.0.0.1:8090",
+		AdminListen:           "127.0.0.1:9090",
+		Database:              "soapbridge.db",
+		LogLevel:              "info",
+		LogFormat:             "json",
+		LogBuffer:             defaultLogBuffer,
+		RESTMaxIdleConns:      restbackend.DefaultMaxIdleConns,
 
 		ReturnStatusTimeout: operations.DefaultReturnStatusTimeout,
 	}

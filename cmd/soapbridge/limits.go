@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
+
+	"github.com/legacybridge/soapbridge/internal/metrics"
 )
 
 // capListener caps the open connections in all and per client address.
@@ -69,6 +71,14 @@ func (l *capListener) admit(ip string) string {
 	l.total++
 	l.perIP[ip]++
 	return ""
+}
+
+// stats are the open connections, the total cap and the refusals so far
+// (metrics, readiness).
+func (l *capListener) stats() metrics.ConnStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return metrics.ConnStats{Open: l.total, Max: l.maxTotal, Refused: l.refused.Load()}
 }
 
 func (l *capListener) release(ip string) {

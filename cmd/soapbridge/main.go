@@ -95,6 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	closers = append(closers, func() { ln.Close() })
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
+	conns := connStatsOf(ln)
+	ready := newReadiness(conns)
 
 	gatewayURL := cfg.GatewayURL
 	var embedded *sandboxServer
@@ -139,7 +141,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
-	met := metrics.New(wsdl.OperationNames(), goidsOf(cfg.Merchants), st)
+	met := metrics.New(metrics.Options{Operations: wsdl.OperationNames(), GoIDs: goidsOf(cfg.Merchants),
+		MerchantLabels: cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
+	if conns != nil {
+		met.SetConnections(conns)
+	}
 	st = met.Store(st)
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
@@ -234,7 +240,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, log.Named("admin"))
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, log.Named("admin"))
 		if err != nil {
 			return err
 		}
@@ -253,8 +259,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
+		met.SetMerchants(goidsOf(next.Merchants))
 		return nil
-	}}
+	}, counted: met.ConfigReloaded}
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
 	closers = append(closers, stopReloads)
 	go func() {
@@ -274,6 +281,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := newHTTPServer(cfg, e, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	ready.serving()
 
 	log.Info("listening",
 		zap.Duration("call_deadline", cfg.CallDeadline),
@@ -293,6 +301,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	ready.draining()
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -301,27 +310,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// startAdmin serves the admin listener until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", cfg.AdminListen)
-	if err != nil {
-		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
-	}
-	srv := &http.Server{
-		Handler:           newAdminHandler(cfg, met, st, gatewayURL, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          zap.NewStdLog(log),
-	}
-	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
-	log.Info("admin listening", zap.String("addr", ln.Addr().String()))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}, nil
 }
 
 func goidsOf(ms []Merchant) []int64 {

@@ -212,6 +212,11 @@ func TestReloadUnderLoad(t *testing.T) {
 
 	load.finish(t)
 	t.Logf("%d paymentStatus calls during five reloads, none failed", load.calls.Load())
+	_, metrics := adminGet(t, b.AdminURL+"/metrics")
+	assert.Equal(t, 2.0, metricValue(t, metrics, "soapbridge_config_reloads_total", `result="ok"`))
+	assert.Equal(t, 3.0, metricValue(t, metrics, "soapbridge_config_reloads_total", `result="refused"`))
+	assert.Zero(t, metricValue(t, metrics, "soapbridge_merchant_soap_calls_total", `goid="8123456790",result="ok"`),
+		"a removed merchant's series are gone")
 	for _, k := range []string{rotatedKey, shopBKey, "shop-b-secret"} {
 		assert.NotContains(t, b.log.String(), k, "a secret in the log")
 	}

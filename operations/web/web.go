@@ -1,7 +1,7 @@
 // Package web puts the legacy browser flows of the core (package
 // operations) on HTTP: the customer's redirects to the gateway
 // (pay-full-v2, pay-base-v2), the return from the gateway, the gateway's
-// notifications, the statement download and the outbox counts. It parses
+// notifications and the statement download. It parses
 // the HTTP input, calls the core and renders its answer as a redirect, an
 // error page (Czech and English, the legacy gateway's languages) or plain
 // text; the decisions are the core's.
@@ -27,12 +27,11 @@ import (
 // Paths the flows serve. The gateway-facing ones are the legacy paths; the
 // callbacks are the bridge's own (given to the REST gateway per payment).
 const (
-	PathPayFull      = "/gw/pay-full-v2"
-	PathPayBase      = "/gw/pay-base-v2"
-	PathStatement    = "/gw/services/get-account-statement"
-	PathReturn       = "/callback/return"
-	PathNotify       = "/callback/notify"
-	PathOutboxCounts = "/outbox"
+	PathPayFull   = "/gw/pay-full-v2"
+	PathPayBase   = "/gw/pay-base-v2"
+	PathStatement = "/gw/services/get-account-statement"
+	PathReturn    = "/callback/return"
+	PathNotify    = "/callback/notify"
 )
 
 // maxFormBytes bounds a posted legacy form (pay-base-v2 carries a few
@@ -68,7 +67,6 @@ func (f *Flows) Register(e Router) {
 	e.GET(PathNotify, f.notify, f.requestLog)
 	e.POST(PathNotify, f.notify, f.requestLog)
 	e.GET(PathStatement, f.statement, f.requestLog)
-	e.GET(PathOutboxCounts, f.outboxCounts, f.requestLog)
 }
 
 // Router is where Register adds the routes: an *echo.Echo or *echo.Group.
@@ -391,17 +389,6 @@ func (f *Flows) statement(c echo.Context) error {
 		panic(http.ErrAbortHandler)
 	}
 	return nil
-}
-
-// outboxCounts shows the outbox by state as JSON; dead notifications are
-// those the e-shop never took within the retry period.
-func (f *Flows) outboxCounts(c echo.Context) error {
-	n, err := f.svc.OutboxCounts(c.Request().Context())
-	if err != nil {
-		f.logOf(c).Error("outbox counts failed", zap.Error(err))
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "store not available"})
-	}
-	return c.JSON(http.StatusOK, map[string]int{"pending": n.Pending, "delivered": n.Delivered, "dead": n.Dead})
 }
 
 // PayFullURL is the URL a legacy e-shop sends its customer to after
