@@ -3,6 +3,8 @@ package soapapi
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,11 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/store"
 )
 
 const wireDir = "../../testdata/usage/wire"
@@ -119,4 +124,46 @@ func TestCharsetFeature(t *testing.T) {
 	assert.Equal(t, usage.FeatureISO88592, f, "the Content-Type's charset wins")
 	_, ok = charsetFeature("")
 	assert.False(t, ok, "UTF-8 is no legacy feature")
+}
+
+// refuseAll is a Guard that admits nobody.
+type refuseAll struct{}
+
+func (refuseAll) Admit(*http.Request, int64) error { return errors.New("not from an allowed network") }
+
+// TestHandlerRecordsRefusedCallsWithClient: with a usage record, a call the
+// Guard refuses (it never reaches the core) is recorded as denied, under
+// the client library recognised from the request.
+func TestHandlerRecordsRefusedCallsWithClient(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "usage.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	type usageStore interface {
+		usage.Store
+		Usage(ctx context.Context, goids ...int64) ([]store.UsageCount, error)
+	}
+	us := st.(usageStore)
+	rec, err := usage.New(usage.Config{Store: us})
+	require.NoError(t, err)
+	svc, err := operations.New(unitConfig())
+	require.NoError(t, err)
+	api, err := New(Config{Service: svc, Guard: refuseAll{}, Usage: rec})
+	require.NoError(t, err)
+	e := echo.New()
+	e.POST("/axis/EPaymentServiceV2", api.Handler())
+
+	req := readWireFile(t, filepath.Join(wireDir, "php-soapclient-paymentStatus.http"))
+	req.RequestURI = ""
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, req)
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Contains(t, w.Body.String(), "not from an allowed network")
+
+	require.NoError(t, rec.Flush(context.Background()))
+	rows, err := us.Usage(context.Background(), testGoID)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.Equal(t, store.UsageCount{GoID: testGoID, Kind: store.UsageCall, Name: "paymentStatus", Detail: "denied", Calls: 1,
+		First: rows[0].First, Last: rows[0].Last}, rows[0])
+	assert.Equal(t, "php-soapclient 8.2.36", rows[1].Name+" "+rows[1].Detail)
 }

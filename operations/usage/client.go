@@ -23,6 +23,9 @@ const (
 	FamilyPython   Family = "python"         // Python's HTTP clients outside a SOAP library
 	FamilyBrowser  Family = "browser"        // a customer's web browser (pay-full-v2, pay-base-v2)
 	FamilyUnknown  Family = "unknown"
+	// FamilyNone: the event came from no client of the shop (the gateway's
+	// notification that becomes a legacy one); no client is counted.
+	FamilyNone Family = "none"
 )
 
 // Families lists every Family.

@@ -146,7 +146,7 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	if ev.Client.Family == "" {
 		ev.Client = w.client
 	}
-	if !knownFamily(ev.Client.Family) {
+	if !knownFamily(ev.Client.Family) && ev.Client.Family != FamilyNone {
 		ev.Client = Client{Family: FamilyUnknown}
 	}
 	if !ev.Result.valid() {
@@ -169,7 +169,9 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	}
 	one := sums{1, ev.At, ev.At}
 	m.add(key{store.UsageCall, clip(ev.Operation, maxOperation), string(ev.Result)}, one)
-	m.add(key{store.UsageClient, string(ev.Client.Family), CleanVersion(ev.Client.Version)}, one)
+	if ev.Client.Family != FamilyNone {
+		m.add(key{store.UsageClient, string(ev.Client.Family), CleanVersion(ev.Client.Version)}, one)
+	}
 	for _, f := range ev.Features {
 		m.add(key{store.UsageFeature, clip(string(f), MaxRetiredText), ""}, one)
 	}

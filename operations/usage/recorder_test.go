@@ -86,16 +86,19 @@ func TestRecordFlushesSums(t *testing.T) {
 	// An explicit client wins over the context's.
 	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowPayFull, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyBrowser}})
 	r.Record(context.Background(), usage.Event{Operation: "touch", Result: usage.ResultOK})
+	// The gateway's notification: no client of the shop to count.
+	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowNotification, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyNone}})
 
 	require.NoError(t, r.Flush(context.Background()))
 	assert.Equal(t, []string{
 		"call createBuyer refused 1",
 		"call createPayment ok 3",
+		"call notification ok 1",
 		"call pay-full-v2 ok 1",
 		"client browser 1",
 		"client php-soapclient 8.2.36 4",
 		"feature channel cz_kb 3",
-		"feature charset windows-1250 5",
+		"feature charset windows-1250 6",
 		"feature p1-p4 3",
 		"retired operation createBuyer 1",
 	}, rows(t, st, 7))
