@@ -166,7 +166,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #999;padding:.3em .6em;text-align:left}.bad{color:#b00}</style>
 </head><body>
 <h1>soapbridge status</h1>
-<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/debug/pprof/">pprof</a></p>
+<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/debug/pprof/">pprof</a> · <a href="/report">migration report</a></p>
 <h2>Reachability</h2>
 <table><tr><th>gateway</th><td{{if ne .Probe.Gateway "ok"}} class="bad"{{end}}>{{.Probe.Gateway}}</td></tr>
 <tr><th>store</th><td{{if ne .Probe.Store "ok"}} class="bad"{{end}}>{{.Probe.Store}}</td></tr>

@@ -37,6 +37,8 @@ func subcommand(ctx context.Context, args []string, getenv func(string) string, 
 		return true, runCheck(ctx, args[1:], getenv, stdout)
 	case cmdHealthcheck:
 		return true, runHealthcheck(ctx, args[1:], getenv, stdout)
+	case cmdReport:
+		return true, runReport(ctx, args[1:], getenv, stdout)
 	}
 	return false, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 	"github.com/legacybridge/soapbridge/wsdl"
@@ -69,6 +70,10 @@ type Config struct {
 	// from the gateway; past it the customer sees a "may have gone through,
 	// do not pay again" page with a reload link.
 	ReturnStatusTimeout time.Duration `yaml:"return_status_timeout"`
+
+	// UsageFlushInterval is how often the usage record is added to the
+	// store (a crash loses at most one); 0: no usage record.
+	UsageFlushInterval time.Duration `yaml:"usage_flush_interval"`
 
 	// ConfigFile is where the settings above were read from ("" if none).
 	ConfigFile string `yaml:"-"`
@@ -133,6 +138,7 @@ func defaultConfig() Config {
 		RESTMaxIdleConns: restbackend.DefaultMaxIdleConns,
 
 		ReturnStatusTimeout: operations.DefaultReturnStatusTimeout,
+		UsageFlushInterval:  usage.DefaultFlushInterval,
 	}
 }
 
@@ -225,6 +231,8 @@ var settings = []setting{
 	durOpt("call-deadline", "deadline of a whole SOAP call or browser flow; under the write timeout, over the REST timeout", func(c *Config) *time.Duration { return &c.CallDeadline }),
 	durOpt("rest-timeout", "timeout of one REST gateway call; a money-moving POST starts only with this much of the call deadline left", func(c *Config) *time.Duration { return &c.RESTTimeout }),
 	durOpt("purge-interval", "how often delivered/dead notifications, ledger entries and sessions past retention are purged (0: never)", func(c *Config) *time.Duration { return &c.PurgeInterval }),
+	durOpt("usage-flush-interval", "how often each replica adds its usage record (what each merchant still uses, for `soapbridge report`) "+
+		"to the database; a crash loses at most one interval (0: no usage record)", func(c *Config) *time.Duration { return &c.UsageFlushInterval }),
 	durOpt("retain-delivered", "retention of delivered notifications (dedupe horizon; default 720h, at least 168h)", func(c *Config) *time.Duration { return &c.RetainDelivered }),
 	durOpt("retain-dead", "retention of notifications given up on (default 2160h, at least 168h)", func(c *Config) *time.Duration { return &c.RetainDead }),
 	durOpt("retain-ledger", "retention of ledger entries of money-moving calls (default 720h, at least the longest replay window)", func(c *Config) *time.Duration { return &c.RetainLedger }),
@@ -302,7 +310,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: soapbridge [flags]              serve\n"+
 			"       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials\n"+
-			"       soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
+			"       soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)\n"+
+			"       soapbridge report [-goid N] [-since DURATION] [-format text|json|html] [flags]  the migration report from the usage record\n\nServes the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.\n"+
 			"Precedence: defaults < config file < environment < flags. Merchants come from the config file or from\n"+
 			"%s, %s, %s, %s, %s, %s, %s, %s.\n\nFlags:\n",
 			envGoID, envClientID, envClientSecret, envSecureKey, envNotificationURL, envCurrency, envLang, envVoidRecurrent)
@@ -587,6 +596,9 @@ func (c *Config) checkDeadlines(bad func(string, ...any)) {
 	}
 	if c.PurgeInterval < 0 {
 		bad("purge interval must not be negative (0: never purge)")
+	}
+	if c.UsageFlushInterval < 0 || c.UsageFlushInterval > 0 && c.UsageFlushInterval < time.Second {
+		bad("usage flush interval %v must be 0 (no usage record) or at least 1s %s", c.UsageFlushInterval, keys("usage-flush-interval"))
 	}
 }
 

@@ -52,7 +52,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soapbridge:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -131,11 +131,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			log.Warn("closing the store", zap.Error(err))
 		}
 	})
+	// The usage record flushes its last sums after the server has drained
+	// and before the store closes (closers run in reverse order).
+	us, err := usageOf(st)
+	if err != nil {
+		return err
+	}
+	rec, stopUsage, err := startUsage(cfg, us, log.Named("usage"))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopUsage)
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
 	met := metrics.New(operationNames(), goidsOf(cfg.Merchants), st)
 	st = met.Store(st)
+	if rec != nil {
+		met.LegacyLastCall(rec.LastCalls)
+	}
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
 		var stopTracing func(context.Context) error
@@ -196,6 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
 		Limits:           soapenc.Limits{MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth, MaxRefs: cfg.MaxRefs},
+		Usage:            rec,
 	})
 	if err != nil {
 		return err
@@ -207,7 +222,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	e.GET("/healthz", healthz)
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	web.New(svc, log.Named("operations")).Register(e)
+	web.New(svc, log.Named("operations")).WithUsage(rec).Register(e)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup
@@ -224,7 +239,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, log.Named("admin"))
+		pages := &reportPages{st: us, configured: configuredGoIDs(cfg), log: log.Named("admin")}
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, pages, log.Named("admin"))
 		if err != nil {
 			return err
 		}
@@ -264,13 +280,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // startAdmin serves the admin listener until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) (func(), error) {
+func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, pages *reportPages, log *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
 	}
 	srv := &http.Server{
-		Handler:           newAdminHandler(cfg, met, st, gatewayURL, log),
+		Handler:           withReportPages(newAdminHandler(cfg, met, st, gatewayURL, log), pages),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(log),
