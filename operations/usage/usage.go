@@ -10,6 +10,20 @@
 // It imports neither soapenc nor echo: the core can record without knowing
 // how a call arrived. The adapters tell the client (Client, WithClient)
 // and the features only they see (charsets) through the call's context.
+//
+// Who records what: the core's operation pipeline records every SOAP call
+// it runs, once, when its reply is decided:
+//
+//	features, retired := merchant.LegacyUses(op, req) // package operations
+//	rec.Record(ctx, usage.Event{GoID: goid, Operation: op, Result: result,
+//		Features: features, Retired: retired})
+//
+// with ctx the call's context (it carries the client), goid the one the
+// request names (0 for touch and paymentMethodList) and result ResultOK,
+// ResultRefused (a FAILED / CALL_FAILED reply) or ResultServerFault. The
+// SOAP adapter records the calls its Guard refuses (ResultDenied), which
+// never reach the core; the HTTP adapter records the browser flows, the
+// statement download and the gateway's notifications.
 package usage
 
 import (
