@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,4 +214,16 @@ func TestStartUsage(t *testing.T) {
 	}
 	assert.Equal(t, []string{"8123456789 call touch", "8123456789 client unknown"}, got)
 	assert.False(t, strings.Contains(strings.Join(got, ","), "42 "))
+}
+
+func TestUsageFlushIntervalSetting(t *testing.T) {
+	cfg, err := loadConfig(nil, envOf(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, cfg.UsageFlushInterval, "default")
+	cfg, err = loadConfig([]string{"-usage-flush-interval", "0"}, envOf(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Zero(t, cfg.UsageFlushInterval, "0 switches the record off")
+	_, err = loadConfig(nil, envOf(map[string]string{"SOAPBRIDGE_USAGE_FLUSH_INTERVAL": "500ms"}), &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "usage flush interval 500ms must be 0 (no usage record) or at least 1s (usage_flush_interval / SOAPBRIDGE_USAGE_FLUSH_INTERVAL / -usage-flush-interval)")
 }
