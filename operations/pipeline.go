@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -162,7 +163,33 @@ func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in
 	c := &call{s: s, op: r.name, log: s.logFor(ctx)}
 	out, result, err := r.run(ctx, c, in)
 	s.observe(c, result, time.Since(start))
+	if s.usage != nil {
+		s.recordUse(ctx, c, result, in)
+	}
 	return out, c, err
+}
+
+// recordUse adds the call to the usage record: what it used of the legacy
+// interface beyond its operation (p1–p4, channels, recurrence…) and what
+// has no REST equivalent. Goids that are no merchant are dropped by the
+// record.
+func (s *Service) recordUse(ctx context.Context, c *call, result string, in any) {
+	ev := usage.Event{Operation: c.op, Result: usage.ResultOK}
+	switch result {
+	case resultRefused, resultBadSignature:
+		ev.Result = usage.ResultRefused
+	case resultServerError:
+		ev.Result = usage.ResultServerFault
+	}
+	if c.goid != nil {
+		ev.GoID = *c.goid
+	}
+	if c.known {
+		if _, none := in.(*noInput); !none {
+			ev.Features, ev.Retired = c.m.LegacyUses(c.op, in)
+		}
+	}
+	s.usage.Record(ctx, ev)
 }
 
 // Results the observer is told.

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/logctx"
+	"github.com/legacybridge/soapbridge/operations/usage"
 )
 
 // Service serves the legacy operations.
@@ -33,6 +34,7 @@ type Service struct {
 	publicURL string
 	out       *outbox
 	observer  Observer
+	usage     *usage.Recorder
 	shop      shopKeys
 
 	methods             methodCache
@@ -81,6 +83,7 @@ func New(cfg Config) (*Service, error) {
 		log:                 cfg.Logger,
 		publicURL:           strings.TrimSuffix(cfg.PublicURL, "/"),
 		observer:            cfg.Observer,
+		usage:               cfg.Usage,
 		now:                 cfg.Now,
 		callDeadline:        cfg.CallDeadline,
 		returnStatusTimeout: cfg.ReturnStatusTimeout,

@@ -79,31 +79,31 @@ func (r *readiness) serving() { r.phase.CompareAndSwap(phaseStarting, phaseServi
 // draining marks the shutdown: the replica must leave the Services.
 func (r *readiness) draining() { r.phase.Store(phaseDraining) }
 
-// usage is one local resource as /readyz shows it.
-type usage struct {
+// resourceUse is one local resource as /readyz shows it.
+type resourceUse struct {
 	Open int `json:"open"`
 	Max  int `json:"max"`
 }
 
-func (u *usage) full() bool {
+func (u *resourceUse) full() bool {
 	return u != nil && u.Max > 0 && float64(u.Open) >= resourceHighWater*float64(u.Max)
 }
 
 type readyState struct {
-	Ready       bool   `json:"-"`
-	Reason      string `json:"reason,omitempty"` // why not ready
-	Connections *usage `json:"connections,omitempty"`
-	OpenFiles   *usage `json:"open_files,omitempty"`
+	Ready       bool         `json:"-"`
+	Reason      string       `json:"reason,omitempty"` // why not ready
+	Connections *resourceUse `json:"connections,omitempty"`
+	OpenFiles   *resourceUse `json:"open_files,omitempty"`
 }
 
 func (r *readiness) state() readyState {
 	var s readyState
 	if r.conns != nil {
 		c := r.conns()
-		s.Connections = &usage{Open: c.Open, Max: c.Max}
+		s.Connections = &resourceUse{Open: c.Open, Max: c.Max}
 	}
 	if open, max, err := r.files(); err == nil {
-		s.OpenFiles = &usage{Open: open, Max: max}
+		s.OpenFiles = &resourceUse{Open: open, Max: max}
 	}
 	switch {
 	case r.phase.Load() == phaseStarting:
@@ -367,7 +367,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #999;padding:.3em .6em;text-align:left}.bad{color:#b00}</style>
 </head><body>
 <h1>soapbridge status</h1>
-<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/outbox">outbox</a> · <a href="/debug/pprof/">pprof</a></p>
+<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/outbox">outbox</a> · <a href="/debug/pprof/">pprof</a> · <a href="/report">migration report</a></p>
 <h2>This replica</h2>
 <table><tr><th>ready</th><td{{if not .Ready.Ready}} class="bad"{{end}}>{{if .Ready.Ready}}yes{{else}}no: {{.Ready.Reason}}{{end}}</td></tr>
 {{with .Ready.Connections}}<tr><th>connections</th><td>{{.Open}} of {{.Max}}</td></tr>{{end}}
@@ -402,12 +402,12 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 // status renders the status page from memory only (the probes' last
 // results), so that it answers at once whatever the dependencies do.
 func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
-	usage := a.m.Usage()
+	calls := a.m.Usage()
 	var ms []adminMerchant
 	for _, m := range a.cfg.Merchants {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
-			Usage: usage[strconv.FormatInt(m.GoID, 10)]}
+			Usage: calls[strconv.FormatInt(m.GoID, 10)]}
 		if u, err := url.Parse(m.NotificationURL); err == nil && u.Host != "" {
 			am.Notifications = u.Scheme + "://" + u.Host // never the path or query: they may carry a token
 		}
@@ -436,7 +436,7 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 
 // startAdmin serves the admin listener and runs the dependency probes
 // until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, log *zap.Logger) (func(), error) {
+func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
@@ -446,7 +446,7 @@ func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL str
 	var probing sync.WaitGroup
 	probing.Go(func() { p.run(ctx) })
 	srv := &http.Server{
-		Handler:           newAdminHandler(cfg, met, st, p, rd, log),
+		Handler:           withReportPages(newAdminHandler(cfg, met, st, p, rd, log), pages),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(log),

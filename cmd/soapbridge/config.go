@@ -13,6 +13,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 	"github.com/legacybridge/soapbridge/store"
@@ -74,6 +75,8 @@ type Config struct {
 	OTLPEndpoint   string `yaml:"otlp_endpoint" help:"OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty"`
 	WatchConfig    bool   `yaml:"watch_config" help:"reload the merchants when the config file changes (read every 2s), as SIGHUP does"`
 
+	UsageFlushInterval time.Duration `yaml:"usage_flush_interval" help:"how often each replica adds its usage record (what each merchant still uses, for soapbridge report) to the database; a crash loses at most one interval (0: no usage record)"`
+
 	MetricsMerchantLabels bool `yaml:"metrics_merchant_labels" help:"per-merchant metric series (label goid, 7 per merchant); false: none, whatever the number of merchants"`
 
 	Merchants []Merchant `yaml:"merchants"`
@@ -112,6 +115,7 @@ func defaultConfig() Config {
 	return Config{
 		Listen:                ":8080",
 		MetricsMerchantLabels: true,
+		UsageFlushInterval:    usage.DefaultFlushInterval,
 		SOAPPath:              "/axis/EPaymentServiceV2",
 		ServiceNamespace:      wsdl.DefaultServiceNamespace,
 		MaxBodyBytes:          64 << 10,
@@ -196,6 +200,8 @@ func (c *Config) validate() error {
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},
 		{when(c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0, "timeouts must not be negative (0: none)"), "read_timeout write_timeout idle_timeout"},
 		{when(c.PurgeInterval < 0, "purge interval must not be negative (0: never purge)"), "purge_interval"},
+		{when(c.UsageFlushInterval < 0 || c.UsageFlushInterval > 0 && c.UsageFlushInterval < time.Second,
+			"usage flush interval %v must be 0 (no usage record) or at least 1s", c.UsageFlushInterval), "usage_flush_interval"},
 		{when(c.RESTTimeout <= 0, "REST timeout must be positive"), "rest_timeout"},
 		// After a reply lost at the deadline, reconciliation may take one more
 		// REST timeout: the answer must still be written before the write

@@ -50,7 +50,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soapbridge:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -138,6 +138,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			log.Warn("closing the store", zap.Error(err))
 		}
 	})
+	// The usage record flushes its last sums after the server has drained
+	// and before the store closes (closers run in reverse order).
+	us, err := usageOf(st)
+	if err != nil {
+		return err
+	}
+	configured := newGoidSet(goidsOf(cfg.Merchants))
+	rec, stopUsage, err := startUsage(cfg, us, configured, log.Named("usage"))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopUsage)
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
@@ -147,6 +159,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		met.SetConnections(conns)
 	}
 	st = met.Store(st)
+	if rec != nil {
+		met.LegacyLastCall(rec.LastCalls)
+	}
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
 		var stopTracing func(context.Context) error
@@ -187,6 +202,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}},
 		OnBadSignature:    met.BadSignature,
 		OnUnmappedChannel: met.UnmappedChannel,
+		Usage:             rec,
 		CallDeadline:      cfg.CallDeadline,
 		Store:             st,
 		Logger:            log.Named("operations"),
@@ -210,6 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
 		Limits:           soapenc.Limits{MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth, MaxRefs: cfg.MaxRefs},
+		Usage:            rec,
 	})
 	if err != nil {
 		return err
@@ -223,7 +240,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	rest.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	web.New(svc, log.Named("operations")).Register(rest)
+	web.New(svc, log.Named("operations")).WithUsage(rec).Register(rest)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup
@@ -240,7 +257,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, log.Named("admin"))
+		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, pages, log.Named("admin"))
 		if err != nil {
 			return err
 		}
@@ -260,6 +278,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
 		met.SetMerchants(goidsOf(next.Merchants))
+		configured.set(goidsOf(next.Merchants))
 		return nil
 	}, counted: met.ConfigReloaded}
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
