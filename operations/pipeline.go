@@ -21,7 +21,8 @@ import (
 // fail). The pipeline does the rest the same way for all: the call deadline,
 // the merchant lookup, the signature check with the merchant's keys, a
 // refusal answered as a signed failure, the ledger and the refund lock of a
-// money-moving call, the log lines, the observer and the reply's signature.
+// money-moving call, the log lines, the observer (metrics), the usage
+// record and the reply's signature.
 
 // Operation is one row of the table, as the adapters see it: the SOAP
 // adapter binds each to the WSDL operation of the same name and input type.
