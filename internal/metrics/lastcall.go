@@ -29,6 +29,10 @@ func (c lastCallCollector) Collect(ch chan<- prometheus.Metric) {
 // LegacyLastCall registers soapbridge_legacy_last_call_timestamp_seconds
 // {goid}, read from last (usage.Recorder.LastCalls) at every scrape. The
 // series are bounded by the merchants configured: last reports no other.
+// With merchant labels off there is none (the migration report still has
+// days_since_last_call).
 func (m *Metrics) LegacyLastCall(last func() map[int64]time.Time) {
-	m.Registry.MustRegister(lastCallCollector{last})
+	if m.labelled {
+		m.Registry.MustRegister(lastCallCollector{last})
+	}
 }

@@ -13,7 +13,7 @@ import (
 // The cut-over gauge reports, per merchant, what the usage record knows at
 // scrape time, and nothing for a merchant without a legacy call.
 func TestLegacyLastCall(t *testing.T) {
-	m := New(Options{})
+	m := New(Options{MerchantLabels: true})
 	last := map[int64]time.Time{8123456789: time.Unix(1900000000, 0)}
 	m.LegacyLastCall(func() map[int64]time.Time { return last })
 	want := `
@@ -26,4 +26,14 @@ soapbridge_legacy_last_call_timestamp_seconds{goid="8123456789"} 1.9e+09
 	n, err := testutil.GatherAndCount(m.Registry, "soapbridge_legacy_last_call_timestamp_seconds")
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// With merchant labels off no series names a merchant, the cut-over
+// gauge's neither.
+func TestLegacyLastCallOffWithMerchantLabels(t *testing.T) {
+	m := New(Options{})
+	m.LegacyLastCall(func() map[int64]time.Time { return map[int64]time.Time{8123456789: time.Unix(1900000000, 0)} })
+	n, err := testutil.GatherAndCount(m.Registry, "soapbridge_legacy_last_call_timestamp_seconds")
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

@@ -37,10 +37,11 @@ import (
 // Results of a SOAP call (soapapi.Result* values).
 var results = []string{"ok", "client_fault", "server_fault", "denied", "rate_limited"}
 
-// MerchantSeriesMax is the most series one configured merchant adds to a
-// replica's exposition (with merchant labels on): a calls counter per
+// MerchantSeriesMax is the most counter series one configured merchant adds
+// to a replica's exposition (with merchant labels on): a calls counter per
 // result, a signature-failures counter and an unmapped-channels counter.
-// Held by a test.
+// The usage record's last-call gauge adds one more once the merchant has
+// called. Held by a test.
 const MerchantSeriesMax = 7
 
 // Goid stand-ins in the call map: a call without a goid (touch,
