@@ -522,29 +522,22 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 		g.dirty = true
 		switch result {
 		case restbackend.ResultFailed:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundFailed, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundFailed, at: now, changed: now})
 		case restbackend.ResultAccepted:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundRequested, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundRequested, at: now, changed: now})
 		default:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundSuccess, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundSucceeded, at: now, changed: now})
 			g.refunded(p, amount, now)
 		}
 		return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: result})
 	})
 }
 
-// Refund history states.
-const (
-	refundSuccess   = "SUCCESS"
-	refundFailed    = "FAILED"
-	refundRequested = "REQUESTED"
-)
-
 // committedRefunds is what refunds have taken or are taking: all but FAILED.
 func (p *payment) committedRefunds() int64 {
 	var sum int64
 	for _, r := range p.refunds {
-		if r.state != refundFailed {
+		if r.state != restbackend.RefundFailed {
 			sum += r.amount
 		}
 	}
@@ -565,24 +558,13 @@ func (g *Gateway) refunded(p *payment, amount int64, now time.Time) {
 	}
 }
 
-// refundView is one entry of GET /payments/payment/{id}/refunds, in the
-// shape the official libraries decode.
-type refundView struct {
-	ID             int64  `json:"id"`
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	State          string `json:"state"`
-	DateRequested  string `json:"date_requested"`
-	DateLastChange string `json:"date_last_change"`
-}
-
 const historyTime = "2006-01-02T15:04:05.000-0700"
 
 func (g *Gateway) handleRefunds(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
-		out := []refundView{}
+		out := []restbackend.Refund{}
 		for i, r := range p.refunds {
-			out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, Currency: p.req.Currency, State: r.state,
+			out = append(out, restbackend.Refund{ID: p.id*100 + int64(i+1), Amount: r.amount, Currency: p.req.Currency, State: r.state,
 				DateRequested: r.at.In(prague).Format(historyTime), DateLastChange: r.changed.In(prague).Format(historyTime)})
 		}
 		return c.JSON(http.StatusOK, out)
