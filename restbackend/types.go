@@ -86,7 +86,8 @@ type BankAccount struct {
 	AccountName   string `json:"account_name,omitempty"`
 }
 
-// Payer holds payment method settings and payer data.
+// Payer holds payment method settings and payer data. One type serves the
+// request and the reply; the fields marked so appear in one of them only.
 type Payer struct {
 	AllowedPaymentInstruments []string     `json:"allowed_payment_instruments,omitempty"`
 	DefaultPaymentInstrument  string       `json:"default_payment_instrument,omitempty"`
@@ -95,8 +96,9 @@ type Payer struct {
 	Contact                   *Contact     `json:"contact,omitempty"`
 	VerifyPin                 string       `json:"verify_pin,omitempty"`
 	AllowedCardToken          string       `json:"allowed_card_token,omitempty"`
-	PaymentCard               *PaymentCard `json:"payment_card,omitempty"`
-	BankAccount               *BankAccount `json:"bank_account,omitempty"`
+	RequestCardToken          bool         `json:"request_card_token,omitempty"` // requests only: store the card once paid
+	PaymentCard               *PaymentCard `json:"payment_card,omitempty"`       // replies only
+	BankAccount               *BankAccount `json:"bank_account,omitempty"`       // replies only
 }
 
 // Target is the recipient of a payment.
@@ -204,6 +206,15 @@ type RecurrenceRequest struct {
 type CaptureRequest struct {
 	Amount int64  `json:"amount,omitempty"`
 	Items  []Item `json:"items,omitempty"`
+}
+
+// RefundRequest is the JSON body of a refund that carries EET data, as the
+// official libraries send it. This client refunds with the form body
+// (amount only); the sandbox reads both.
+type RefundRequest struct {
+	Amount int64  `json:"amount"`
+	Items  []Item `json:"items,omitempty"`
+	EET    *EET   `json:"eet,omitempty"`
 }
 
 // Result is the reply of refund, capture and the voids.

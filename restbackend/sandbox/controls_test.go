@@ -98,6 +98,48 @@ func TestJSONRefundWithEETAndFiscalCodes(t *testing.T) {
 	assert.Equal(t, restbackend.StatePartiallyRefunded, e.status(p.ID).State)
 }
 
+// EET data goes where the interface puts it and nowhere else: an on-demand
+// follow-up shows the eet it was sent (not its parent's), a partial capture
+// and fields the interface does not name are refused, not dropped.
+func TestEETKeptOrRefused(t *testing.T) {
+	e := newEnv(t)
+	parentEET := &restbackend.EET{CelkTrzba: 1000, ZaklDan1: 826, Dan1: 174, Mena: "CZK"}
+	p := e.create(func(r *restbackend.PaymentRequest) {
+		recurring(restbackend.CycleOnDemand, 0, "")(r)
+		r.EET = parentEET
+	})
+	assert.Equal(t, parentEET, p.EET)
+	e.mustHelper(p.ID, "pay", nil)
+
+	follow := restbackend.RecurrenceRequest{Amount: 500, Currency: "CZK", OrderNumber: "EET-2", Items: []restbackend.Item{{Name: "refill", Amount: 500, Count: 1}},
+		EET: &restbackend.EET{CelkTrzba: 500, ZaklDan2: 435, Dan2: 65, Mena: "CZK"}}
+	var ch restbackend.Payment
+	st, b := e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence", follow)
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.NoError(t, json.Unmarshal(b, &ch))
+	assert.Equal(t, follow.EET, ch.EET, "the follow-up's own fiscal data")
+	assert.Equal(t, follow.EET, e.status(ch.ID).EET)
+	follow.OrderNumber, follow.EET = "EET-3", nil
+	st, b = e.call(http.MethodPost, "/api/payments/payment/"+itoa(p.ID)+"/create-recurrence", follow)
+	require.Equal(t, http.StatusOK, st, string(b))
+	var ch2 restbackend.Payment
+	require.NoError(t, json.Unmarshal(b, &ch2))
+	assert.Nil(t, ch2.EET, "no eet sent, none shown (the parent's amounts are not this sale's)")
+
+	q := e.create(func(r *restbackend.PaymentRequest) { r.Preauthorization = true })
+	e.mustHelper(q.ID, "pay", nil)
+	st, _, b = e.post(q.ID, "capture", `{"amount":600,"eet":{"celk_trzba":600,"mena":"CZK"}}`)
+	e.refusal(st, b, http.StatusConflict, codeWrongFormat, "eet")
+	assert.Equal(t, restbackend.StateAuthorized, e.status(q.ID).State, "a refused capture takes nothing")
+
+	for _, field := range []string{"zakl_nepodl_dph", "zakl_dan3", "dan3"} {
+		body := `{"target":{"type":"ACCOUNT","goid":8123456789},"amount":100,"currency":"CZK","order_number":"EET-4",` +
+			`"callback":{"return_url":"https://shop.example/r"},"eet":{"celk_trzba":100,"` + field + `":0,"mena":"CZK"}}`
+		st, b := e.call(http.MethodPost, "/api/payments/payment", body)
+		e.refusal(st, b, http.StatusConflict, codeWrongFormat, field)
+	}
+}
+
 func TestCardTokens(t *testing.T) {
 	e := newEnv(t)
 	body := `{"target":{"type":"ACCOUNT","goid":8123456789},"amount":100,"currency":"CZK","order_number":"T-1",

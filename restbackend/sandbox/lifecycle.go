@@ -397,8 +397,8 @@ func (g *Gateway) completeAccepted(p *payment, now time.Time) {
 		g.capture(p, p.captureAmt, now)
 	}
 	for i := range p.refunds {
-		if r := &p.refunds[i]; r.state == refundRequested && !now.Before(r.at.Add(acceptedDelay)) {
-			r.state, r.changed = refundSuccess, now
+		if r := &p.refunds[i]; r.state == restbackend.RefundRequested && !now.Before(r.at.Add(acceptedDelay)) {
+			r.state, r.changed = restbackend.RefundSucceeded, now
 			g.refunded(p, r.amount, now)
 		}
 	}

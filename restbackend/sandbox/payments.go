@@ -117,6 +117,16 @@ func readJSON(c echo.Context, dst any) error {
 	return decodeJSON(body, dst)
 }
 
+// readAs reads the body and decodes it into restbackend's type with decodeAs.
+func readAs[In, Out any](c echo.Context, v *validator, rest func(*In, *validator) Out) (Out, error) {
+	body, err := readBody(c)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return decodeAs(body, v, rest)
+}
+
 // readBody reads a non-empty body of at most maxBody bytes.
 func readBody(c echo.Context) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
@@ -356,14 +366,18 @@ func (g *Gateway) validateCreate(goid int64, r *restbackend.PaymentRequest, now 
 }
 
 func (g *Gateway) handleCreate(c echo.Context) error {
-	var in createIn
-	if err := readJSON(c, &in); err != nil {
+	conv := &validator{}
+	req, err := readAs(c, conv, (*createIn).rest)
+	if err != nil {
 		return err
 	}
-	conv := &validator{}
-	req := in.rest(conv)
 	if err := conv.err(); err != nil {
 		return err
+	}
+	// The card request is the payment's (requestToken), not echoed in replies.
+	requestToken := req.Payer != nil && req.Payer.RequestCardToken
+	if requestToken {
+		req.Payer.RequestCardToken = false
 	}
 	goid := goidOf(c)
 	base := g.baseURL(c.Request())
@@ -389,7 +403,7 @@ func (g *Gateway) handleCreate(c echo.Context) error {
 		state:        restbackend.StateCreated,
 		amount:       req.Amount,
 		created:      now,
-		requestToken: in.Payer != nil && bool(in.Payer.RequestCardToken),
+		requestToken: requestToken,
 	}
 	p.gwURL = base + "/gw/v3/" + p.gwToken
 	if req.Preauthorization {
@@ -465,19 +479,20 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 			raw = c.FormValue("amount")
 			return nil
 		}
-		var in amountItemsIn
-		if err := readJSON(c, &in); err != nil {
+		// in.EET is decoded (its fields and types checked) but not kept: no
+		// reply of the interface shows a refund's fiscal data.
+		v := &validator{refund: true}
+		in, err := readAs(c, v, (*refundIn).rest)
+		if err != nil {
 			return err
 		}
-		v := &validator{refund: true}
-		its := items(v, in.Items)
-		v.itemList(its)
-		v.itemsAddUp(its, int64(in.Amount))
+		v.itemList(in.Items)
+		v.itemsAddUp(in.Items, in.Amount)
 		if err := v.err(); err != nil {
 			return err
 		}
 		if in.Amount != 0 {
-			raw = strconv.FormatInt(int64(in.Amount), 10)
+			raw = strconv.FormatInt(in.Amount, 10)
 		}
 		return nil
 	}
@@ -507,29 +522,22 @@ func (g *Gateway) handleRefund(c echo.Context) error {
 		g.dirty = true
 		switch result {
 		case restbackend.ResultFailed:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundFailed, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundFailed, at: now, changed: now})
 		case restbackend.ResultAccepted:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundRequested, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundRequested, at: now, changed: now})
 		default:
-			p.refunds = append(p.refunds, refund{amount: amount, state: refundSuccess, at: now, changed: now})
+			p.refunds = append(p.refunds, refund{amount: amount, state: restbackend.RefundSucceeded, at: now, changed: now})
 			g.refunded(p, amount, now)
 		}
 		return c.JSON(http.StatusOK, restbackend.Result{ID: p.id, Result: result})
 	})
 }
 
-// Refund history states.
-const (
-	refundSuccess   = "SUCCESS"
-	refundFailed    = "FAILED"
-	refundRequested = "REQUESTED"
-)
-
 // committedRefunds is what refunds have taken or are taking: all but FAILED.
 func (p *payment) committedRefunds() int64 {
 	var sum int64
 	for _, r := range p.refunds {
-		if r.state != refundFailed {
+		if r.state != restbackend.RefundFailed {
 			sum += r.amount
 		}
 	}
@@ -550,24 +558,13 @@ func (g *Gateway) refunded(p *payment, amount int64, now time.Time) {
 	}
 }
 
-// refundView is one entry of GET /payments/payment/{id}/refunds, in the
-// shape the official libraries decode.
-type refundView struct {
-	ID             int64  `json:"id"`
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	State          string `json:"state"`
-	DateRequested  string `json:"date_requested"`
-	DateLastChange string `json:"date_last_change"`
-}
-
 const historyTime = "2006-01-02T15:04:05.000-0700"
 
 func (g *Gateway) handleRefunds(c echo.Context) error {
 	return g.withPayment(c, nil, func(p *payment) error {
-		out := []refundView{}
+		out := []restbackend.Refund{}
 		for i, r := range p.refunds {
-			out = append(out, refundView{ID: p.id*100 + int64(i+1), Amount: r.amount, Currency: p.req.Currency, State: r.state,
+			out = append(out, restbackend.Refund{ID: p.id*100 + int64(i+1), Amount: r.amount, Currency: p.req.Currency, State: r.state,
 				DateRequested: r.at.In(prague).Format(historyTime), DateLastChange: r.changed.In(prague).Format(historyTime)})
 		}
 		return c.JSON(http.StatusOK, out)
@@ -575,21 +572,20 @@ func (g *Gateway) handleRefunds(c echo.Context) error {
 }
 
 func (g *Gateway) handleCapture(c echo.Context) error {
-	var in amountItemsIn
-	var its []restbackend.Item
+	var in restbackend.CaptureRequest
 	read := func() error {
 		body, _ := io.ReadAll(io.LimitReader(c.Request().Body, maxBody))
 		if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
 			return nil
 		}
-		if err := decodeJSON(body, &in); err != nil {
+		v := &validator{}
+		var err error
+		if in, err = decodeAs(body, v, (*captureIn).rest); err != nil {
 			return err
 		}
-		v := &validator{}
-		its = items(v, in.Items)
-		v.itemList(its)
+		v.itemList(in.Items)
 		if in.Amount != 0 {
-			v.itemsAddUp(its, int64(in.Amount))
+			v.itemsAddUp(in.Items, in.Amount)
 		}
 		return v.err()
 	}
@@ -600,9 +596,9 @@ func (g *Gateway) handleCapture(c echo.Context) error {
 		if p.state != restbackend.StateAuthorized || !p.captureAt.IsZero() {
 			return errConflict(codeCaptureFailed, "payment in state %s has no authorization to capture", p.state)
 		}
-		amount := int64(in.Amount)
+		amount := in.Amount
 		if amount == 0 {
-			for _, it := range its {
+			for _, it := range in.Items {
 				amount += it.Amount
 			}
 		}
@@ -665,15 +661,13 @@ func (g *Gateway) handleVoidRecurrence(c echo.Context) error {
 }
 
 func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
-	var in recurrenceReqIn
 	var req restbackend.RecurrenceRequest
 	read := func() error {
-		if err := readJSON(c, &in); err != nil {
+		v := &validator{}
+		var err error
+		if req, err = readAs(c, v, (*recurrenceReqIn).rest); err != nil {
 			return err
 		}
-		v := &validator{}
-		req = restbackend.RecurrenceRequest{Amount: int64(in.Amount), Currency: in.Currency, OrderNumber: in.OrderNumber,
-			OrderDescription: in.OrderDescription, Items: items(v, in.Items), AdditionalParams: in.AdditionalParams, EET: in.EET.rest()}
 		return v.err()
 	}
 	var reply []byte
@@ -711,6 +705,7 @@ func (g *Gateway) handleCreateRecurrence(c echo.Context) error {
 		// Like the real gateway, the reply shows the follow-up CREATED; the
 		// card is charged right after and the outcome notified.
 		ch := g.child(p, now, req.Amount, req.OrderNumber, req.OrderDescription, req.Items, req.AdditionalParams)
+		ch.req.EET = req.EET // this sale's fiscal data, not the initiating payment's
 		ch.chargeAt = now
 		if req.Amount == magicRecurrenceDeclined {
 			ch.chargeSub = subCardDeclined

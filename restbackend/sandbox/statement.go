@@ -76,11 +76,11 @@ var AllStatementFormats = func() []string {
 
 // handleStatement: POST /api/accounts/account-statement.
 func (g *Gateway) handleStatement(c echo.Context) error {
-	var req statementIn
-	if err := readJSON(c, &req); err != nil {
+	v := &validator{}
+	req, err := readAs(c, v, (*statementIn).rest)
+	if err != nil {
 		return err
 	}
-	v := &validator{}
 	from, errFrom := time.ParseInLocation("2006-01-02", req.DateFrom, prague)
 	to, errTo := time.ParseInLocation("2006-01-02", req.DateTo, prague)
 	for _, f := range []struct {
@@ -97,7 +97,7 @@ func (g *Gateway) handleStatement(c echo.Context) error {
 	if errFrom == nil && errTo == nil && to.Before(from) {
 		v.add(codeWrongFormat, "date_to", "date_to is before date_from")
 	}
-	goid := int64(req.GoID)
+	goid := req.GoID
 	if goid == 0 {
 		v.add(codeMandatory, "goid", "goid is required")
 	}

@@ -10,12 +10,14 @@ import (
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
-// The request bodies the sandbox reads. They mirror restbackend's request
-// types but are lenient where the real gateway is: the official SDKs send
-// numbers as JSON strings ("amount":"1900", "goid":"8123456789"), booleans
-// as strings ("preauthorization":"true"), vat_rate as an integer and ean as
-// a string. Replies are always built from restbackend's types, so they carry
-// real numbers. Unknown fields stay refused (decodeJSON).
+// The request bodies the sandbox reads. Each mirrors a restbackend request
+// type and converts to it (rest), but is lenient where the real gateway is:
+// the official SDKs send numbers as JSON strings ("amount":"1900",
+// "goid":"8123456789"), booleans as strings ("preauthorization":"true"),
+// vat_rate as an integer and ean as a string. Unknown fields stay refused
+// (decodeJSON). wire_test.go holds each mirror to its restbackend type: the
+// same JSON keys, and nothing lost in the conversion. Replies are built from
+// restbackend's types, so they carry real numbers.
 
 // num is an integer sent as a JSON number or as a string holding one.
 type num int64
@@ -114,16 +116,14 @@ type recurrenceIn struct {
 	RecurrenceDateTo string `json:"recurrence_date_to"`
 }
 
+// eetIn has the fields the interface names; others are refused as unknown.
 type eetIn struct {
-	CelkTrzba     num    `json:"celk_trzba"`
-	ZaklNepodlDPH num    `json:"zakl_nepodl_dph"`
-	ZaklDan1      num    `json:"zakl_dan1"`
-	Dan1          num    `json:"dan1"`
-	ZaklDan2      num    `json:"zakl_dan2"`
-	Dan2          num    `json:"dan2"`
-	ZaklDan3      num    `json:"zakl_dan3"`
-	Dan3          num    `json:"dan3"`
-	Mena          string `json:"mena"`
+	CelkTrzba num    `json:"celk_trzba"`
+	ZaklDan1  num    `json:"zakl_dan1"`
+	Dan1      num    `json:"dan1"`
+	ZaklDan2  num    `json:"zakl_dan2"`
+	Dan2      num    `json:"dan2"`
+	Mena      string `json:"mena"`
 }
 
 // createIn is the body of POST /payments/payment.
@@ -154,8 +154,15 @@ type recurrenceReqIn struct {
 	EET              *eetIn                        `json:"eet"`
 }
 
-// amountItemsIn is a partial capture or a JSON refund.
-type amountItemsIn struct {
+// captureIn is the body of a partial capture (no eet: the interface has
+// none there).
+type captureIn struct {
+	Amount num      `json:"amount"`
+	Items  []itemIn `json:"items"`
+}
+
+// refundIn is the JSON body of a refund (the form body is the ordinary one).
+type refundIn struct {
 	Amount num      `json:"amount"`
 	Items  []itemIn `json:"items"`
 	EET    *eetIn   `json:"eet"`
@@ -214,10 +221,43 @@ func (c *createIn) rest(v *validator) restbackend.PaymentRequest {
 	}
 	if p := c.Payer; p != nil {
 		r.Payer = &restbackend.Payer{AllowedPaymentInstruments: p.AllowedPaymentInstruments, DefaultPaymentInstrument: p.DefaultPaymentInstrument,
-			AllowedSwifts: p.AllowedSwifts, DefaultSwift: p.DefaultSwift, Contact: p.Contact, VerifyPin: p.VerifyPin, AllowedCardToken: p.AllowedCardToken}
+			AllowedSwifts: p.AllowedSwifts, DefaultSwift: p.DefaultSwift, Contact: p.Contact, VerifyPin: p.VerifyPin,
+			AllowedCardToken: p.AllowedCardToken, RequestCardToken: bool(p.RequestCardToken)}
 	}
 	if rc := c.Recurrence; rc != nil {
 		r.Recurrence = &restbackend.Recurrence{RecurrenceCycle: rc.RecurrenceCycle, RecurrencePeriod: int64(rc.RecurrencePeriod), RecurrenceDateTo: rc.RecurrenceDateTo}
 	}
 	return r
+}
+
+// rest converts a create-recurrence body; v collects conversion problems.
+func (r *recurrenceReqIn) rest(v *validator) restbackend.RecurrenceRequest {
+	return restbackend.RecurrenceRequest{Amount: int64(r.Amount), Currency: r.Currency, OrderNumber: r.OrderNumber,
+		OrderDescription: r.OrderDescription, Items: items(v, r.Items), AdditionalParams: r.AdditionalParams, EET: r.EET.rest()}
+}
+
+// rest converts a partial capture body; v collects conversion problems.
+func (c *captureIn) rest(v *validator) restbackend.CaptureRequest {
+	return restbackend.CaptureRequest{Amount: int64(c.Amount), Items: items(v, c.Items)}
+}
+
+// rest converts a JSON refund body; v collects conversion problems.
+func (r *refundIn) rest(v *validator) restbackend.RefundRequest {
+	return restbackend.RefundRequest{Amount: int64(r.Amount), Items: items(v, r.Items), EET: r.EET.rest()}
+}
+
+// rest converts a statement body; it has nothing only the converted form can check.
+func (s *statementIn) rest(*validator) restbackend.StatementRequest {
+	return restbackend.StatementRequest{DateFrom: s.DateFrom, DateTo: s.DateTo, GoID: int64(s.GoID), Currency: s.Currency, Format: s.Format}
+}
+
+// decodeAs decodes body into the mirror In (a refusal when it does not
+// decode) and converts it with rest, which adds its problems to v.
+func decodeAs[In, Out any](body []byte, v *validator, rest func(*In, *validator) Out) (Out, error) {
+	var in In
+	if err := decodeJSON(body, &in); err != nil {
+		var zero Out
+		return zero, err
+	}
+	return rest(&in, v), nil
 }
