@@ -61,6 +61,9 @@ type Config struct {
 	SandboxState     string `yaml:"sandbox_state" help:"JSON file the embedded sandbox keeps its payments in across restarts (empty: memory only); payment ids never repeat either way"`
 
 	Database         string `yaml:"database" help:"SQLite file path, or a postgres:// DSN"`
+	DatabaseMaxConns int    `yaml:"database_max_conns" help:"PostgreSQL connections one replica opens at most, a quarter of them (at least one) for refund locks; max_replicas × this must fit the server's max_connections (checked at start)"`
+	MaxReplicas      int    `yaml:"max_replicas" help:"most bridge processes that share the database at once (the autoscaler's maximum plus the rollout surge); max_replicas × database_max_conns must fit the server's max_connections, checked at start"`
+	MigrateOnStart   bool   `yaml:"migrate_on_start" help:"apply pending schema migrations at start; false: refuse to start on a schema that lacks one (run soapbridge migrate first)"`
 	LogLevel         string `yaml:"log_level" help:"debug, info, warn or error"`
 	LogFormat        string `yaml:"log_format" help:"json or console"`
 	LogBuffer        int    `yaml:"log_buffer" help:"bytes of log lines buffered, flushed every second and at exit (0: each line written at once)"`
@@ -128,6 +131,9 @@ func defaultConfig() Config {
 		SandboxListen:    "127.0.0.1:8090",
 		AdminListen:      "127.0.0.1:9090",
 		Database:         "soapbridge.db",
+		DatabaseMaxConns: store.DefaultMaxConns,
+		MaxReplicas:      1,
+		MigrateOnStart:   true,
 		LogLevel:         "info",
 		LogFormat:        "json",
 		LogBuffer:        defaultLogBuffer,
@@ -220,6 +226,9 @@ func (c *Config) validate() error {
 		{when(c.AdminListen != "" && c.AdminListen != "off", "%s", hostPort("admin listen (or off)", c.AdminListen)), "admin_listen"},
 		{badURL("OTLP endpoint", c.OTLPEndpoint), "otlp_endpoint"},
 		{when(strings.TrimSpace(c.Database) == "", "database must name an SQLite file or a postgres:// DSN"), "database"},
+		{when(c.DatabaseMaxConns < 2 || c.DatabaseMaxConns > 10000, "database max conns: %d is not within 2..10000 (one connection for refund locks, one for queries at least)",
+			c.DatabaseMaxConns), "database_max_conns"},
+		{when(c.MaxReplicas < 1 || c.MaxReplicas > 10000, "max replicas: %d is not within 1..10000", c.MaxReplicas), "max_replicas"},
 		{when(levelErr != nil, "log level: %q is not debug, info, warn or error", c.LogLevel), "log_level"},
 		{when(c.LogFormat != "json" && c.LogFormat != "console", "log format: %q is not json or console", c.LogFormat), "log_format"},
 		{when(c.LogBuffer < 0 || c.LogBuffer > 64<<20, "log buffer: %d is not within 0..64 MiB", c.LogBuffer), "log_buffer"},

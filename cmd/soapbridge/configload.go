@@ -32,7 +32,7 @@ var fileOnlyMerchantKeys = []string{"replay_window", "rate_limit", "rate_burst"}
 // setting is one field of a Config or a Merchant, found by its yaml tag.
 type setting struct {
 	key, help string
-	ptr       any // *string, *int, *int64, *float64, *time.Duration or **bool
+	ptr       any // *string, *int, *int64, *float64, *time.Duration, *bool or **bool
 }
 
 // fieldsOf lists the fields of the struct p points to that have a yaml key,
@@ -78,6 +78,8 @@ func bind(fs *flag.FlagSet, settings []setting) {
 			fs.Int64Var(p, name, *p, help)
 		case *float64:
 			fs.Float64Var(p, name, *p, help)
+		case *bool:
+			fs.BoolVar(p, name, *p, help)
 		case **bool: // nil: not set
 			fs.BoolFunc(name, help, func(v string) error { b, err := strconv.ParseBool(v); *p = &b; return err })
 		}
@@ -275,8 +277,9 @@ func keyAt(b []byte, line int, value string) string {
 // printUsage writes what -h shows.
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: soapbridge [flags]              serve
-       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials
+       soapbridge check [flags]        check the configuration, the store (read only), the gateway and each merchant's credentials
        soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)
+       soapbridge migrate [flags]      apply the database schema's pending migrations and say which (check only reads)
        soapbridge version              print the version, the VCS revision and the Go version (also -version)
 
 Serves the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			zap.String("sandbox_state", cfg.SandboxState))
 	}
 
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err // store errors redact passwords
 	}
