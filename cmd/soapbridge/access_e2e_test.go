@@ -85,6 +85,13 @@ func TestAccessNetworksCredentialsAndRate(t *testing.T) {
 
 	id := e.payment("paid")
 	replay := sessionInfoBody(t, id) // the signature a customer's pay-full-v2 link carries
+	// What a refused call could have sent. (Not every gateway call: the
+	// sandbox's notification of the payment, answered by the bridge with a
+	// status read, may arrive meanwhile.)
+	moneyPosts := func() int {
+		return e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund") +
+			e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/void-authorization")
+	}
 	before := e.gatewayCalls()
 
 	for _, c := range []struct{ name, src, user, pass, want string }{
@@ -103,7 +110,7 @@ func TestAccessNetworksCredentialsAndRate(t *testing.T) {
 			assert.Equal(t, c.want, a.fault, "%s: %s", c.name, op)
 		}
 	}
-	assert.Equal(t, before, e.gatewayCalls(), "a refused call reaches the gateway")
+	assert.Zero(t, moneyPosts(), "a refused call reaches the gateway")
 	assert.Equal(t, "PAID", e.status(id).State, "nothing refunded")
 	log := e.b.log.String()
 	assert.Contains(t, log, `"call refused"`)

@@ -66,7 +66,7 @@ type Config struct {
 	MigrateOnStart   bool   `yaml:"migrate_on_start" help:"apply pending schema migrations at start; false: refuse to start on a schema that lacks one (run soapbridge migrate first)"`
 	LogLevel         string `yaml:"log_level" help:"debug, info, warn or error"`
 	LogFormat        string `yaml:"log_format" help:"json or console"`
-	LogBuffer        int    `yaml:"log_buffer" help:"bytes of log lines buffered, flushed every second and at exit (0: each line written at once)"`
+	LogBuffer        int    `yaml:"log_buffer" help:"bytes of log lines buffered, flushed every second, at exit and after every warn or error line (0: each line written at once, none lost when the process is killed)"`
 	RESTMaxIdleConns int    `yaml:"rest_max_idle_conns" help:"idle keep-alive connections kept to the REST gateway (about the expected concurrent calls)"`
 
 	ReturnStatusTimeout time.Duration `yaml:"return_status_timeout" help:"time the status read gets when a customer returns from the gateway; past it a page says the payment may have gone through, with a reload link"`

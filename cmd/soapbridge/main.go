@@ -84,6 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}()
 
+	proxies, err := access.NewProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -136,6 +140,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	st = met.Store(st)
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
+		// Export failures as JSON lines, not OpenTelemetry's plain text.
+		tracing.LogTo(log.Named("tracing"))
 		var stopTracing func(context.Context) error
 		tr, stopTracing, err = tracing.Start(cfg.OTLPEndpoint, buildVersion())
 		if err != nil {
@@ -200,7 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	e := newEcho(log, tr)
+	e := newEcho(log, tr, proxies)
 	e.GET("/healthz", healthz)
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
@@ -427,7 +433,8 @@ func dialAddr(a net.Addr) string {
 }
 
 // newLogger builds the zap logger of cfg writing to w, which must be safe
-// for concurrent use (logSink's is).
+// for concurrent use (logSink's is); with a buffered sink, lines from warn
+// up are flushed as they are written.
 func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
@@ -444,5 +451,10 @@ func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	} else {
 		enc = zapcore.NewJSONEncoder(ec)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+	ws := zapcore.AddSync(w)
+	core := zapcore.NewCore(enc, ws, level)
+	if cfg.LogBuffer > 0 {
+		core = flushCore{Core: core, ws: ws, level: zapcore.WarnLevel}
+	}
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
 }

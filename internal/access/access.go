@@ -105,21 +105,43 @@ type policy struct {
 	rate    float64
 }
 
+// Proxies tells the address a request comes from: the connection's peer,
+// or the client a trusted proxy (a load balancer in front of the bridge)
+// names in X-Forwarded-For. The zero value trusts no proxy.
+type Proxies struct {
+	trusted []netip.Prefix
+}
+
+// NewProxies trusts the networks of trustedProxies (ParseNetworks).
+func NewProxies(trustedProxies string) (*Proxies, error) {
+	trusted, err := ParseNetworks(trustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("trusted_proxies: %w", err)
+	}
+	return &Proxies{trusted: trusted}, nil
+}
+
+// Any reports whether any proxy is trusted.
+func (p *Proxies) Any() bool { return len(p.trusted) > 0 }
+
+// Trusted reports whether a is a trusted proxy's address.
+func (p *Proxies) Trusted(a netip.Addr) bool { return contains(p.trusted, a.Unmap()) }
+
 // Guard checks calls against every merchant's rules. Safe for concurrent
 // use.
 type Guard struct {
-	trusted  []netip.Prefix
+	*Proxies
 	policies map[int64]*policy
 }
 
 // NewGuard compiles the rules by goid; trustedProxies are the networks
 // whose X-Forwarded-For header is believed.
 func NewGuard(rules map[int64]Rules, trustedProxies string) (*Guard, error) {
-	trusted, err := ParseNetworks(trustedProxies)
+	proxies, err := NewProxies(trustedProxies)
 	if err != nil {
-		return nil, fmt.Errorf("trusted_proxies: %w", err)
+		return nil, err
 	}
-	g := &Guard{trusted: trusted, policies: map[int64]*policy{}}
+	g := &Guard{Proxies: proxies, policies: map[int64]*policy{}}
 	for goid, r := range rules {
 		if ps := r.Problems(); len(ps) > 0 {
 			return nil, fmt.Errorf("merchant %d: %s", goid, ps[0].Msg)
@@ -188,7 +210,7 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 // or, when the peer is a trusted proxy, the rightmost X-Forwarded-For
 // address that is not itself a trusted proxy (a client can prepend
 // anything to the header; only what trusted proxies appended counts).
-func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
+func (p *Proxies) ClientAddr(req *http.Request) (netip.Addr, bool) {
 	host, _, err := net.SplitHostPort(req.RemoteAddr)
 	if err != nil {
 		host = req.RemoteAddr
@@ -198,7 +220,7 @@ func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	peer = peer.Unmap()
-	if !contains(g.trusted, peer) {
+	if !contains(p.trusted, peer) {
 		return peer, true
 	}
 	hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
@@ -208,7 +230,7 @@ func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
 			return peer, true // a malformed hop: believe nothing further left
 		}
 		a = a.Unmap()
-		if !contains(g.trusted, a) {
+		if !contains(p.trusted, a) {
 			return a, true
 		}
 		peer = a
