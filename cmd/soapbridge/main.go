@@ -163,18 +163,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		publicURL = "http://" + dialAddr(ln.Addr())
 	}
 	goids := goidsOf(cfg.Merchants)
+	gw := restbackend.New(restbackend.Config{
+		BaseURL:      gatewayURL,
+		Logger:       log.Named("gateway"),
+		UserAgent:    "soapbridge",
+		MaxIdleConns: cfg.RESTMaxIdleConns,
+		Timeout:      cfg.RESTTimeout,
+		Observer:     met,
+		Tracer:       tr,
+	})
 	svc, err := operations.New(operations.Config{
 		Merchants:   cfg.Merchants,
 		DefaultGoID: cfg.DefaultGoID,
-		Gateway: restbackend.New(restbackend.Config{
-			BaseURL:      gatewayURL,
-			Logger:       log.Named("gateway"),
-			UserAgent:    "soapbridge",
-			MaxIdleConns: cfg.RESTMaxIdleConns,
-			Timeout:      cfg.RESTTimeout,
-			Observer:     met,
-			Tracer:       tr,
-		}),
+		Gateway:     gw,
 		Outbox: operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
 			met.OutboxFailed(metrics.OutboxFailure(f))
 		}},
@@ -254,6 +255,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		zap.Int64s("merchants", goids),
 		zap.String("config_file", cfg.ConfigFile),
 	)
+	// A gateway that does not answer, or refuses a merchant, is said at
+	// once, not at the first shop's failed call; in the background, so
+	// the listener serves meanwhile.
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probeDone sync.WaitGroup
+	probeDone.Go(func() { checkGatewayAtStart(probeCtx, gw, gatewayURL, cfg.Merchants, log.Named("gateway")) })
+	defer func() { stopProbe(); probeDone.Wait() }()
 
 	select {
 	case err := <-served:
