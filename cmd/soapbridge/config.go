@@ -41,6 +41,8 @@ type Config struct {
 	RateLimit     float64 `yaml:"rate_limit" help:"most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit"`
 	RateBurst     int     `yaml:"rate_burst" help:"requests accepted at once above the rate limit; twice the rate when 0"`
 
+	AuthFailures int `yaml:"basic_auth_failures_per_minute" help:"wrong HTTP Basic credentials one caller address (behind trusted_proxies: the client they name) may send per minute, per bridge process; past them its calls for merchants with basic_user are refused without checking (0: no limit)"`
+
 	ReadTimeout     time.Duration `yaml:"read_timeout" help:"time to read a whole request"`
 	WriteTimeout    time.Duration `yaml:"write_timeout" help:"time to handle a request and write its reply"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout" help:"keep-alive time of an idle connection"`
@@ -116,6 +118,7 @@ func defaultConfig() Config {
 		MaxBodyBytes:     64 << 10,
 		MaxConns:         4096,
 		MaxConnsPerIP:    256,
+		AuthFailures:     10,
 		MaxDepth:         64,
 		MaxRefs:          1000,
 		ReadTimeout:      30 * time.Second,
@@ -203,6 +206,7 @@ func (c *Config) validate() error {
 		{when(c.MaxConns < 0, "max connections must not be negative (0: no cap)"), "max_connections"},
 		{when(c.MaxConnsPerIP < 0, "max connections per IP must not be negative (0: no cap)"), "max_connections_per_ip"},
 		{when(c.RateLimit < 0 || c.RateBurst < 0, "rate limit and burst must not be negative (0: no limit)"), "rate_limit rate_burst"},
+		{when(c.AuthFailures < 0, "basic auth failures per minute must not be negative (0: no limit)"), "basic_auth_failures_per_minute"},
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},
 		{when(c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0, "timeouts must not be negative (0: none)"), "read_timeout write_timeout idle_timeout"},
 		{when(c.PurgeInterval < 0, "purge interval must not be negative (0: never purge)"), "purge_interval"},

@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { ln.Close() })
-	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
+	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, proxies, log.Named("http"))
 
 	gatewayURL := cfg.GatewayURL
 	if gatewayURL == "" {
@@ -128,6 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err // store errors redact passwords
 	}
+	rawStore := st // before the metrics and tracing wrappers
 	closers = append(closers, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("closing the store", zap.Error(err))
@@ -191,9 +192,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	guard, err := newGuard(cfg, log)
+	guard, err := newGuard(cfg, proxies, met, log)
 	if err != nil {
 		return err
+	}
+	if stopSharing := shareRates(ctx, cfg, guard, rawStore, log.Named("access")); stopSharing != nil {
+		closers = append(closers, stopSharing)
 	}
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
@@ -309,7 +313,7 @@ func goidsOf(ms []Merchant) []int64 {
 
 // newGuard compiles the merchants' caller rules and warns about every
 // merchant whose SOAP calls anyone may make.
-func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
+func newGuard(cfg Config, proxies *access.Proxies, met *metrics.Metrics, log *zap.Logger) (*access.Guard, error) {
 	rules := make(map[int64]access.Rules, len(cfg.Merchants))
 	for _, m := range cfg.Merchants {
 		rules[m.GoID] = m.Rules
@@ -319,7 +323,8 @@ func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
 				"(docs/operations.md#security)", zap.Int64("goid", m.GoID))
 		}
 	}
-	return access.NewGuard(rules, cfg.TrustedProxies)
+	return access.NewGuard(rules, access.Options{Proxies: proxies, LoginFailuresPerMinute: cfg.AuthFailures,
+		OnLoginRefused: met.LoginRefused})
 }
 
 // runPurge deletes rows past their retention every interval until ctx

@@ -69,6 +69,7 @@ type Metrics struct {
 	outcomes [3]atomic.Int64 // delivered, retry, dead: for the status page
 	badSigs  *prometheus.CounterVec
 	channels *prometheus.CounterVec
+	logins   *prometheus.CounterVec // auth.go
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
@@ -107,6 +108,7 @@ func New(ops []string, goids []int64, st store.Store) *Metrics {
 		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant, code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
 		[]string{"merchant", "code", "outcome"})
 	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, m.badSigs, m.channels)
+	m.registerLogins()
 	if st != nil {
 		r.MustRegister(&outboxCollector{st: st})
 	}
