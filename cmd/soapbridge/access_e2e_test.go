@@ -188,7 +188,7 @@ func TestRefusedLoginsLimited(t *testing.T) {
 	_, text := adminGet(t, b.AdminURL+"/metrics")
 	assert.Equal(t, 3.0, metricValue(t, text, "soapbridge_basic_auth_refusals_total", `reason="wrong"`))
 	assert.Equal(t, 2.0, metricValue(t, text, "soapbridge_basic_auth_refusals_total", `reason="blocked"`))
+	b.Stop() // its output read to the end
 	assert.Equal(t, 5, countLines(b, `"call refused"`, `"client_ip":"`+attacker+`"`), "each refusal logged with the caller")
-	b.Stop()
 	assert.NotContains(t, b.log.String(), testBasicPassword)
 }

@@ -141,13 +141,18 @@ func healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// clientIPKey holds the caller's address in the echo context, from the
+// access log to callContext.
+const clientIPKey = "soapbridge.client_ip"
+
 // accessLog logs one line per request: method, path (never the query: the
 // legacy flows carry signatures there), status, bytes, duration, request
 // id, the connection's peer (remote) and the caller (client_ip: the peer,
 // or behind a trusted proxy the client it names). Bodies are never logged.
-// Health probes log at debug level. The caller's address goes into the
-// request's context first, so that the adapters' request loggers
-// (logctx.WithRequestID) put it on every line of the call.
+// Health probes log at debug level. The caller's address goes on to
+// callContext, which puts it in the request's context, so that the
+// adapters' request loggers (logctx.WithRequestID) put it on every line of
+// the call.
 func accessLog(log *zap.Logger, proxies *access.Proxies) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -155,7 +160,7 @@ func accessLog(log *zap.Logger, proxies *access.Proxies) echo.MiddlewareFunc {
 			client := ""
 			if a, ok := proxies.ClientAddr(c.Request()); ok {
 				client = a.String()
-				c.SetRequest(c.Request().WithContext(logctx.WithClientIP(c.Request().Context(), client)))
+				c.Set(clientIPKey, client) // into the request's context with the request id (callContext)
 			}
 			if err := next(c); err != nil {
 				c.Error(err) // writes the reply, so the status below is final
