@@ -64,7 +64,7 @@ type Config struct {
 
 	Database         string `yaml:"database" help:"SQLite file path, or a postgres:// DSN"`
 	DatabaseMaxConns int    `yaml:"database_max_conns" help:"PostgreSQL connections one replica opens at most, a quarter of them (at least one) for refund locks; max_replicas × this must fit the server's max_connections (checked at start)"`
-	MaxReplicas      int    `yaml:"max_replicas" help:"most bridge processes that share the database at once (the autoscaler's maximum plus the rollout surge); max_replicas × database_max_conns must fit the server's max_connections, checked at start"`
+	MaxReplicas      int    `yaml:"max_replicas" help:"most bridge processes that share the database at once (the autoscaler's maximum plus the rollout surge); max_replicas × database_max_conns must fit the server's max_connections, checked at start; a replica enforces 1/max_replicas of each merchant's rate_limit until it has heard from the others"`
 	MigrateOnStart   bool   `yaml:"migrate_on_start" help:"apply pending schema migrations at start; false: refuse to start on a schema that lacks one (run soapbridge migrate first)"`
 	LogLevel         string `yaml:"log_level" help:"debug, info, warn or error"`
 	LogFormat        string `yaml:"log_format" help:"json or console"`
