@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
@@ -40,6 +41,10 @@ type Config struct {
 	OnBadSignature func(op string, goid int64)
 	// Observer, when set, is told of every call the pipeline finishes.
 	Observer Observer
+	// Usage, when set, is the usage record: the pipeline adds every call
+	// of a configured merchant to it, with what the call used of the
+	// legacy interface (Merchant.LegacyUses).
+	Usage *usage.Recorder
 	// OnUnmappedChannel, when set, is told of every paymentChannels or
 	// defaultPaymentChannel code without a REST equivalent today, with the
 	// goid, the code as a bounded label (ChannelCodeLabel: a table code or

@@ -3,6 +3,7 @@ package operations
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,9 +75,11 @@ func (s *Service) paymentOf(ctx context.Context, m Merchant, id int64) (*restbac
 // PayFull is pay-full-v2: the gateway page of payment id of m, whose
 // paymentSession signature is sig.
 func (s *Service) PayFull(ctx context.Context, m Merchant, id int64, sig string) (string, error) {
-	if _, ok := m.verify(sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id))); !ok {
+	v, ok := m.verify(s.now(), sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id)))
+	if !ok {
 		return "", ErrBadSignature
 	}
+	s.keySeen(ctx, m, v.key)
 	p, err := s.paymentOf(ctx, m, id)
 	if err != nil {
 		return "", err
@@ -103,7 +106,7 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 	}
 	// Checked here too (createPayment checks it again) so that a forged
 	// form is told apart from a malformed one.
-	if _, ok := m.verify(c.EncryptedSignature, c.signedFields()...); !ok {
+	if _, ok := m.verify(s.now(), c.EncryptedSignature, c.signedFields()...); !ok {
 		return "", ErrBadSignature
 	}
 	// Detached from the browser's connection like a SOAP call: a customer
@@ -211,19 +214,25 @@ func flowIdentityOf(m Merchant, p *restbackend.Payment, sess store.Session) flow
 // IdentityQuery is the query of the legacy return and notification: the
 // five parameters in the legacy order, signed as paymentIdentity.
 func IdentityQuery(secureKey string, goid, paymentID, parentID int64, orderNumber string) (string, error) {
-	g, p, parent := FormatInt(goid), FormatInt(paymentID), ""
-	if parentID != 0 {
-		parent = FormatInt(parentID)
-	}
-	sig, err := Sign(secureKey, PaymentIdentityFields(g, p, parent, orderNumber)...)
+	sig, err := signIdentity(secureKey, goid, paymentID, parentID, orderNumber)
 	if err != nil {
 		return "", err
 	}
-	return "targetGoId=" + g +
-		"&paymentSessionId=" + p +
-		"&parentPaymentSessionId=" + parent +
-		"&orderNumber=" + url.QueryEscape(orderNumber) +
-		"&encryptedSignature=" + sig, nil
+	return identityParams(goid, paymentID, parentID, orderNumber) + "&encryptedSignature=" + sig, nil
+}
+
+// identityParams are the first four parameters of IdentityQuery: the
+// identity without its signature.
+func identityParams(goid, paymentID, parentID int64, orderNumber string) string {
+	return "targetGoId=" + FormatInt(goid) +
+		"&paymentSessionId=" + FormatInt(paymentID) +
+		"&parentPaymentSessionId=" + formatOptInt(optInt(parentID)) +
+		"&orderNumber=" + url.QueryEscape(orderNumber)
+}
+
+// signIdentity is the paymentIdentity signature of an identity.
+func signIdentity(secureKey string, goid, paymentID, parentID int64, orderNumber string) (string, error) {
+	return Sign(secureKey, PaymentIdentityFields(FormatInt(goid), FormatInt(paymentID), formatOptInt(optInt(parentID)), orderNumber)...)
 }
 
 // AppendQuery adds query to rawURL, keeping the query the URL already has
@@ -244,8 +253,9 @@ func AppendQuery(rawURL, query string) string {
 	return base
 }
 
-func identityURL(m Merchant, target string, id flowIdentity) (string, error) {
-	q, err := IdentityQuery(m.SecureKey, id.GoID, id.PaymentID, id.ParentID, id.OrderNumber)
+// identityURL is target with the identity, signed with secureKey.
+func identityURL(secureKey, target string, id flowIdentity) (string, error) {
+	q, err := IdentityQuery(secureKey, id.GoID, id.PaymentID, id.ParentID, id.OrderNumber)
 	if err != nil {
 		return "", err
 	}
@@ -292,7 +302,7 @@ func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token str
 	if target == "" {
 		return "", ErrNoReturnURL
 	}
-	loc, err := identityURL(m, target, flowIdentityOf(m, p, sess))
+	loc, err := identityURL(s.shopKeyOf(ctx, m), target, flowIdentityOf(m, p, sess))
 	if err != nil {
 		return "", err
 	}
@@ -375,12 +385,12 @@ func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64, 
 	if err != nil {
 		return err
 	}
-	target, err := identityURL(m, m.NotificationURL, flowIdentityOf(m, p, sess))
-	if err != nil {
-		return err
-	}
+	// Signed when it is sent (signNotification): the shop may move to
+	// another of its keys while the notification waits.
+	who := flowIdentityOf(m, p, sess)
+	target := AppendQuery(m.NotificationURL, identityParams(who.GoID, who.PaymentID, who.ParentID, who.OrderNumber))
 	key := notificationKey(m.GoID, p, sess, cb.token, refunds)
-	added, err := s.out.Enqueue(ctx, store.Notification{GoID: m.GoID, PaymentID: p.ID, Key: key, URL: target})
+	added, err := s.out.Enqueue(ctx, store.Notification{GoID: m.GoID, PaymentID: p.ID, Key: key, URL: target, Unsigned: true})
 	if err != nil {
 		s.logFor(ctx).Error("notification: enqueue failed", zap.String("key", key), zap.Error(err))
 		return ErrStoreDown
@@ -395,4 +405,36 @@ func (s *Service) RunOutbox(ctx context.Context) { s.out.Run(ctx) }
 // OutboxCounts reports the outbox by state.
 func (s *Service) OutboxCounts(ctx context.Context) (store.OutboxCounts, error) {
 	return s.out.Counts(ctx)
+}
+
+// signNotification is the URL of a notification queued unsigned, signed
+// now with the key the shop signs with (shopKeyOf). Its identity is the
+// last of each parameter identityParams appended.
+func (s *Service) signNotification(ctx context.Context, n store.Notification) (string, error) {
+	m, ok := s.merchant(n.GoID)
+	if !ok {
+		return "", fmt.Errorf("merchant %d is no longer configured: the notification cannot be signed", n.GoID)
+	}
+	u, err := url.Parse(n.URL)
+	if err != nil {
+		return "", fmt.Errorf("notification URL: %w", err)
+	}
+	last := func(vs []string) string {
+		if len(vs) == 0 {
+			return ""
+		}
+		return vs[len(vs)-1]
+	}
+	q := u.Query()
+	var parent int64
+	if p := last(q["parentPaymentSessionId"]); p != "" {
+		if parent, err = strconv.ParseInt(p, 10, 64); err != nil {
+			return "", fmt.Errorf("notification URL: parentPaymentSessionId %q", p)
+		}
+	}
+	sig, err := signIdentity(s.shopKeyOf(ctx, m), n.GoID, n.PaymentID, parent, last(q["orderNumber"]))
+	if err != nil {
+		return "", err
+	}
+	return n.URL + "&encryptedSignature=" + sig, nil
 }

@@ -1,5 +1,57 @@
 package operations
 
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+	"github.com/legacybridge/soapbridge/store"
+)
+
+// Key rotation. A merchant may hold its previous secure key (and client
+// secret) beside the current one until PreviousUntil (or the next reload
+// without them): requests signed with either verify, so that shops move to
+// the new key one server at a time without a failed call. What the bridge
+// signs follows the shop:
+//   - the reply to a call, with the key the request was signed with (the
+//     shop verifies with the key it signs with);
+//   - notifications and return redirects, which answer no request, with
+//     the key the merchant's shop last signed a call with, as every replica
+//     learns it from the store (shop_keys); the current key when the shop
+//     has not been seen since the previous one came in. Notifications are
+//     signed when sent, not when queued: one refused by a shop that moved
+//     meanwhile is signed again at its next attempt.
+
+// previousInForce reports whether m's previous key and secret are accepted
+// at now.
+func (m Merchant) previousInForce(now time.Time) bool {
+	return (m.PreviousSecureKey != "" || m.PreviousClientSecret != "") && (m.previousUntil.IsZero() || now.Before(m.previousUntil))
+}
+
+// keys are the secure keys a request of m may be signed with at now.
+func (m Merchant) keys(now time.Time) []string {
+	if m.PreviousSecureKey != "" && m.previousInForce(now) {
+		return []string{m.SecureKey, m.PreviousSecureKey}
+	}
+	return []string{m.SecureKey}
+}
+
+// Credentials are m's OAuth2 credentials, the previous client secret
+// included while it is in force.
+func (m Merchant) Credentials() restbackend.Credentials {
+	cr := m.Account.Credentials()
+	if !m.previousInForce(time.Now()) {
+		cr.PreviousSecret = ""
+	}
+	return cr
+}
+
 // verified is what a request's signature told: which key signed it, in
 // which charset, and the ledger's key for it.
 type verified struct {
@@ -7,17 +59,109 @@ type verified struct {
 	// call are signed with it.
 	key string
 	// digest is what was signed, hashed with the merchant's current key
-	// (digestOf): the ledger key of a money-moving call.
-	digest  string
-	charset Charset
+	// (digestOf): the ledger key of a money-moving call. prevDigest is the
+	// same hashed with the previous key while it is in force: a call made
+	// before a reload brought the new key in was keyed with it.
+	digest, prevDigest string
+	charset            Charset
 }
 
 // verify checks signature over one of alts (canonical first) with the
-// merchant's secure key.
-func (m Merchant) verify(signature string, alts ...[]string) (verified, bool) {
-	i, cs, ok := verifyFields(m.SecureKey, signature, alts)
-	if !ok {
-		return verified{}, false
+// keys of m in force at now.
+func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
+	for _, key := range m.keys(now) {
+		i, cs, ok := verifyFields(key, signature, alts)
+		if !ok {
+			continue
+		}
+		v := verified{key: key, digest: digestOf(m.SecureKey, alts[i], cs), charset: cs}
+		if m.PreviousSecureKey != "" && m.previousInForce(now) {
+			v.prevDigest = digestOf(m.PreviousSecureKey, alts[i], cs)
+		}
+		return v, true
 	}
-	return verified{key: m.SecureKey, digest: digestOf(m.SecureKey, alts[i], cs), charset: cs}, true
+	return verified{}, false
+}
+
+// keyID names a key in the store without revealing it.
+func keyID(key string) string {
+	sum := sha256.Sum256([]byte("soapbridge secure key\x00" + key))
+	return hex.EncodeToString(sum[:8])
+}
+
+// shopKeyTTL is how long a replica trusts what it read of a shop's key: a
+// notification signed with a key the shop left meanwhile is refused and
+// signed again at its next attempt.
+const shopKeyTTL = 10 * time.Second
+
+// shopKeys caches, per goid, which key the shop was last seen with.
+type shopKeys struct {
+	mu   sync.Mutex
+	seen map[int64]shopKey
+}
+
+type shopKey struct {
+	id     string
+	readAt time.Time
+}
+
+// keySeen records that m's shop signed a request with key. Only while a
+// previous key is in force is there a choice to remember, and the store is
+// written only when the key differs from the one this replica knows.
+func (s *Service) keySeen(ctx context.Context, m Merchant, key string) {
+	now := s.now()
+	if !m.previousInForce(now) {
+		return
+	}
+	id := keyID(key)
+	s.shop.mu.Lock()
+	known, ok := s.shop.seen[m.GoID]
+	if s.shop.seen == nil {
+		s.shop.seen = map[int64]shopKey{}
+	}
+	s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
+	s.shop.mu.Unlock()
+	if ok && known.id == id {
+		return
+	}
+	lctx, cancel := s.ledgerContext(ctx)
+	defer cancel()
+	if err := s.store.SetShopKey(lctx, m.GoID, id, now); err != nil {
+		s.logFor(ctx).Warn("the shop's key not recorded; notifications may be signed with the other key and be retried", zap.Int64("goid", m.GoID), zap.Error(err))
+		return
+	}
+	s.logFor(ctx).Info("shop signs with another of its keys", zap.Int64("goid", m.GoID), zap.Bool("previous", key == m.PreviousSecureKey))
+}
+
+// shopKeyOf is the key notifications and return redirects of m are signed
+// with at now (see the top of this file).
+func (s *Service) shopKeyOf(ctx context.Context, m Merchant) string {
+	now := s.now()
+	if m.PreviousSecureKey == "" || !m.previousInForce(now) {
+		return m.SecureKey
+	}
+	s.shop.mu.Lock()
+	known, ok := s.shop.seen[m.GoID]
+	s.shop.mu.Unlock()
+	if !ok || now.Sub(known.readAt) >= shopKeyTTL {
+		id, _, err := s.store.ShopKey(ctx, m.GoID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			id = keyID(m.SecureKey)
+		case err != nil:
+			s.logFor(ctx).Warn("the shop's key not readable; signing with the current key", zap.Int64("goid", m.GoID), zap.Error(err))
+			return m.SecureKey
+		}
+		known = shopKey{id: id, readAt: now}
+		s.shop.mu.Lock()
+		if s.shop.seen == nil {
+			s.shop.seen = map[int64]shopKey{}
+		}
+		s.shop.seen[m.GoID] = known
+		s.shop.mu.Unlock()
+	}
+	if known.id == keyID(m.PreviousSecureKey) {
+		return m.PreviousSecureKey
+	}
+	return m.SecureKey
 }

@@ -19,8 +19,15 @@ const minSecureKey = 24
 type Merchant struct {
 	restbackend.Account `yaml:",inline"`
 	SecureKey           string `yaml:"secure_key"` // legacy signature key
-	Currency            string `yaml:"currency"`   // default currency (paymentMethodList); CZK when empty
-	Lang                string `yaml:"lang"`       // default language (paymentMethodList descriptions); CS when empty
+	// PreviousSecureKey is the key in force before SecureKey, kept while
+	// shops move to the new one: requests signed with either verify (see
+	// keys.go). PreviousUntil (RFC 3339) ends it, as it ends
+	// PreviousClientSecret; empty: until a reload without them.
+	PreviousSecureKey string `yaml:"previous_secure_key"`
+	PreviousUntil     string `yaml:"previous_until"`
+	previousUntil     time.Time
+	Currency          string `yaml:"currency"` // default currency (paymentMethodList); CZK when empty
+	Lang              string `yaml:"lang"`     // default language (paymentMethodList descriptions); CS when empty
 	// NotificationURL is the e-shop's legacy notification URL (one per
 	// e-shop, not per payment); empty means the e-shop gets none.
 	NotificationURL string `yaml:"notification_url"`
@@ -60,10 +67,11 @@ const (
 	ReplyPaymentSession = "paymentSession" // targetGoId|paymentSessionId|secureKey
 )
 
-// String never shows the client secret or the secure key.
+// String never shows a client secret or a secure key.
 func (m Merchant) String() string {
-	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, currency:%s, lang:%s, notify:%s, replay:%v, voidRecurrentReply:%s, unmappedChannels:%s}",
-		m.GoID, m.ClientID, m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow, m.VoidRecurrentReply, m.UnmappedChannels)
+	return fmt.Sprintf("Merchant{goid:%d, client:%s, secret:***, secureKey:***, previousKeys:%t, currency:%s, lang:%s, notify:%s, replay:%v, voidRecurrentReply:%s, unmappedChannels:%s}",
+		m.GoID, m.ClientID, m.PreviousSecureKey != "" || m.PreviousClientSecret != "", m.Currency, m.Lang, m.NotificationURL, m.ReplayWindow,
+		m.VoidRecurrentReply, m.UnmappedChannels)
 }
 
 // GoString is String, so %#v does not leak secrets either.
@@ -84,6 +92,8 @@ func (m *Merchant) Normalize() {
 	m.Lang = strings.ToUpper(m.Lang)
 	// Empty stays empty: UnmappedUseEnabled.
 	m.UnmappedChannels = strings.ToLower(strings.TrimSpace(m.UnmappedChannels))
+	m.PreviousUntil = strings.TrimSpace(m.PreviousUntil)
+	m.previousUntil, _ = time.Parse(time.RFC3339, m.PreviousUntil) // a bad one is a Problem
 	// Empty stays empty: the PHP library's paymentResult scheme.
 	for _, scheme := range []string{ReplyPaymentResult, ReplyPaymentSession} {
 		if strings.EqualFold(strings.TrimSpace(m.VoidRecurrentReply), scheme) {
@@ -102,6 +112,20 @@ func (m Merchant) Problems() []Problem {
 	}
 	if len(m.SecureKey) < minSecureKey {
 		ps = append(ps, Problem{"secure_key", fmt.Sprintf("secure key must have at least %d characters", minSecureKey)})
+	}
+	switch {
+	case m.PreviousSecureKey == "":
+	case len(m.PreviousSecureKey) < minSecureKey:
+		ps = append(ps, Problem{"previous_secure_key", fmt.Sprintf("previous secure key must have at least %d characters", minSecureKey)})
+	case m.PreviousSecureKey == m.SecureKey:
+		ps = append(ps, Problem{"previous_secure_key", "previous secure key is the secure key itself: a rotation keeps the key it replaces"})
+	}
+	if m.PreviousUntil != "" {
+		if _, err := time.Parse(time.RFC3339, m.PreviousUntil); err != nil {
+			ps = append(ps, Problem{"previous_until", fmt.Sprintf("previous_until %q is not an RFC 3339 time (2026-12-31T00:00:00Z)", m.PreviousUntil)})
+		} else if m.PreviousSecureKey == "" && m.PreviousClientSecret == "" {
+			ps = append(ps, Problem{"previous_until", "previous_until without previous_secure_key or previous_client_secret: nothing to end"})
+		}
 	}
 	if !letters(m.Currency, 3) {
 		ps = append(ps, Problem{"currency", fmt.Sprintf("currency %q is not a 3-letter code", m.Currency)})

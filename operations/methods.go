@@ -27,6 +27,13 @@ type methodCache struct {
 	err     error
 }
 
+// reset drops the cached list (a load under way finishes for its waiters).
+func (c *methodCache) reset() {
+	c.mu.Lock()
+	c.methods, c.until = nil, time.Time{}
+	c.mu.Unlock()
+}
+
 // methodList returns the cached list or loads it. A refusal of the gateway
 // cannot be told in a bare array: every failure is a Server fault here.
 func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {

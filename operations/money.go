@@ -126,6 +126,15 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 		op = c.op
 	}
 	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.digest)}
+	if c.v.prevDigest != "" {
+		// While a previous key is in force, the same request may have been
+		// keyed with it (made before the reload that brought the new key
+		// in): that entry is this call's.
+		prev := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.prevDigest)}
+		if _, err := s.ledger.LookupCall(ctx, prev); err == nil {
+			key = prev
+		}
+	}
 	acted := pol.payment
 	if acted == 0 && c.payment != nil {
 		acted = *c.payment

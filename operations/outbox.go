@@ -94,6 +94,8 @@ type outbox struct {
 	log  *zap.Logger
 	hc   *http.Client
 	wake chan struct{}
+	// sign gives the URL of a notification queued unsigned.
+	sign func(ctx context.Context, n store.Notification) (string, error)
 }
 
 // newOutbox returns an Outbox for cfg.
@@ -210,7 +212,14 @@ func (o *outbox) RunOnce(ctx context.Context) (int, error) {
 
 // deliver makes one attempt and records it.
 func (o *outbox) deliver(ctx context.Context, n store.Notification) {
-	status, err := o.get(ctx, n.URL)
+	target, err := n.URL, error(nil)
+	if n.Unsigned {
+		target, err = o.sign(ctx, n)
+	}
+	status := "not signed"
+	if err == nil {
+		status, err = o.get(ctx, target)
+	}
 	log := o.log.With(zap.Int64("id", n.ID), zap.Int64("goid", n.GoID),
 		zap.Int64("payment", n.PaymentID), zap.String("key", n.Key), zap.Int("attempt", n.Attempts+1),
 		zap.String("request_id", n.RequestID))

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -20,7 +21,8 @@ import (
 // fail). The pipeline does the rest the same way for all: the call deadline,
 // the merchant lookup, the signature check with the merchant's keys, a
 // refusal answered as a signed failure, the ledger and the refund lock of a
-// money-moving call, the log lines, the observer and the reply's signature.
+// money-moving call, the log lines, the observer (metrics), the usage
+// record and the reply's signature.
 
 // Operation is one row of the table, as the adapters see it: the SOAP
 // adapter binds each to the WSDL operation of the same name and input type.
@@ -162,7 +164,33 @@ func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in
 	c := &call{s: s, op: r.name, log: s.logFor(ctx)}
 	out, result, err := r.run(ctx, c, in)
 	s.observe(c, result, time.Since(start))
+	if s.usage != nil {
+		s.recordUse(ctx, c, result, in)
+	}
 	return out, c, err
+}
+
+// recordUse adds the call to the usage record: what it used of the legacy
+// interface beyond its operation (p1–p4, channels, recurrence…) and what
+// has no REST equivalent. Goids that are no merchant are dropped by the
+// record.
+func (s *Service) recordUse(ctx context.Context, c *call, result string, in any) {
+	ev := usage.Event{Operation: c.op, Result: usage.ResultOK}
+	switch result {
+	case resultRefused, resultBadSignature:
+		ev.Result = usage.ResultRefused
+	case resultServerError:
+		ev.Result = usage.ResultServerFault
+	}
+	if c.goid != nil {
+		ev.GoID = *c.goid
+	}
+	if c.known {
+		if _, none := in.(*noInput); !none {
+			ev.Features, ev.Retired = c.m.LegacyUses(c.op, in)
+		}
+	}
+	s.usage.Record(ctx, ev)
 }
 
 // Results the observer is told.
@@ -196,7 +224,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 		return zero, resultServerError, err
 	}
 	if r.auth != nil {
-		if rf := c.authenticate(r.auth(in)); rf != nil {
+		if rf := c.authenticate(ctx, r.auth(in)); rf != nil {
 			return refused(rf)
 		}
 	}
@@ -228,7 +256,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 
 // authenticate finds the merchant a request names and checks what it
 // signed; nothing is asked of the gateway before it succeeds.
-func (c *call) authenticate(a auth) *refusal {
+func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	c.goid, c.payment = a.goid, a.payment
 	if a.goid != nil {
 		c.m, c.known = c.s.merchant(*a.goid)
@@ -250,11 +278,12 @@ func (c *call) authenticate(a auth) *refusal {
 	if a.signed == nil {
 		return nil
 	}
-	v, ok := c.m.verify(a.sig, a.signed...)
+	v, ok := c.m.verify(c.s.now(), a.sig, a.signed...)
 	if !ok {
 		return badSignature(a.part)
 	}
 	c.v = v
+	c.s.keySeen(ctx, c.m, v.key)
 	return nil
 }
 

@@ -47,6 +47,7 @@ type Sessions interface {
 // holds the locks that serialise refunds of one payment across replicas.
 type Ledger interface {
 	ClaimCall(ctx context.Context, key store.CallKey, now time.Time, window time.Duration) (store.Call, bool, error)
+	LookupCall(ctx context.Context, key store.CallKey) (store.Call, error)
 	SetBaseline(ctx context.Context, key store.CallKey, claim string, b store.RefundBaseline, now time.Time) error
 	CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) error
 	CallInDoubt(ctx context.Context, key store.CallKey, claim, note string, now time.Time) error
@@ -66,9 +67,16 @@ type Outbox interface {
 	Counts(ctx context.Context) (store.OutboxCounts, error)
 }
 
+// ShopKeys keeps which of a merchant's keys its shop signs with (keys.go).
+type ShopKeys interface {
+	ShopKey(ctx context.Context, goid int64) (keyID string, seenAt time.Time, err error)
+	SetShopKey(ctx context.Context, goid int64, keyID string, seenAt time.Time) error
+}
+
 // Store is all the core keeps.
 type Store interface {
 	Sessions
 	Ledger
 	Outbox
+	ShopKeys
 }

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/logctx"
+	"github.com/legacybridge/soapbridge/operations/usage"
 )
 
 // Service serves the legacy operations.
@@ -33,6 +34,8 @@ type Service struct {
 	publicURL string
 	out       *outbox
 	observer  Observer
+	usage     *usage.Recorder
+	shop      shopKeys
 
 	methods             methodCache
 	now                 func() time.Time
@@ -80,6 +83,7 @@ func New(cfg Config) (*Service, error) {
 		log:                 cfg.Logger,
 		publicURL:           strings.TrimSuffix(cfg.PublicURL, "/"),
 		observer:            cfg.Observer,
+		usage:               cfg.Usage,
 		now:                 cfg.Now,
 		callDeadline:        cfg.CallDeadline,
 		returnStatusTimeout: cfg.ReturnStatusTimeout,
@@ -100,6 +104,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Outbox.Logger = s.log
 	}
 	s.out = newOutbox(cfg.Outbox)
+	s.out.sign = s.signNotification
 	return s, nil
 }
 
@@ -120,6 +125,40 @@ func newMerchantSet(ms []Merchant, defaultGoID int64) *merchantSet {
 		set.defaultGoID = ms[0].GoID
 	}
 	return set
+}
+
+// SetMerchants replaces the merchants in force, as a reload of the
+// configuration does: a call under way keeps the set it started with, the
+// next ones see the new set. It refuses with the problems Config.Validate
+// finds, and with a secure key or client secret changed without the one in
+// force kept as its predecessor (previous_secure_key,
+// previous_client_secret): shops still signing with it, or a gateway not
+// yet taking the new secret, would fail calls in the middle of a rollout.
+func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
+	cfg := Config{Merchants: slices.Clone(ms), DefaultGoID: defaultGoID, CallDeadline: s.callDeadline, PublicURL: s.publicURL}
+	ps := cfg.Validate(s.gw.Timeout())
+	old := s.merchants.Load()
+	for i, m := range cfg.Merchants {
+		prev, ok := old.byGoID[m.GoID]
+		if !ok {
+			continue
+		}
+		key := fmt.Sprintf("merchants[%d].", i)
+		if m.SecureKey != prev.SecureKey && m.PreviousSecureKey != prev.SecureKey {
+			ps = append(ps, Problem{key + "previous_secure_key", "the secure key changed but previous_secure_key is not the key in force: " +
+				"shops still signing with it would be refused; keep it as previous_secure_key (until previous_until), or restart to cut it off"})
+		}
+		if m.ClientSecret != prev.ClientSecret && m.PreviousClientSecret != prev.ClientSecret {
+			ps = append(ps, Problem{key + "previous_client_secret", "the client secret changed but previous_client_secret is not the secret in force: " +
+				"calls would fail while the gateway still takes only the old one; keep it as previous_client_secret, or restart to cut it off"})
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	s.merchants.Store(newMerchantSet(cfg.Merchants, defaultGoID))
+	s.methods.reset() // the default merchant may be another one
+	return nil
 }
 
 // merchant is the configured merchant of goid.

@@ -100,7 +100,7 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 		return nil, &RequestError{"statementRequest.contentType must be CSV, XLS or ABO"}
 	}
 	// The signature covers the values as the e-shop sent them.
-	if _, ok := m.verify(r.EncryptedSignature, alts...); !ok {
+	if _, ok := m.verify(s.now(), r.EncryptedSignature, alts...); !ok {
 		return nil, ErrBadSignature
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's

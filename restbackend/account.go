@@ -9,6 +9,9 @@ type Account struct {
 	GoID         int64  `yaml:"goid"`
 	ClientID     string `yaml:"client_id"`
 	ClientSecret string `yaml:"client_secret"`
+	// PreviousClientSecret is the secret in force before ClientSecret,
+	// kept while a rotation is under way (Credentials.PreviousSecret).
+	PreviousClientSecret string `yaml:"previous_client_secret"`
 }
 
 // Problem is one invalid setting: Field is its configuration key, Msg says
@@ -32,6 +35,9 @@ func (a Account) Problems() []Problem {
 	if a.ClientSecret == "" {
 		ps = append(ps, Problem{"client_secret", "client secret missing"})
 	}
+	if a.PreviousClientSecret != "" && a.PreviousClientSecret == a.ClientSecret {
+		ps = append(ps, Problem{"previous_client_secret", "previous client secret is the client secret itself: a rotation keeps the secret it replaces"})
+	}
 	return ps
 }
 
@@ -43,9 +49,10 @@ func (a Account) Validate() error {
 	return nil
 }
 
-// Credentials are the OAuth2 client credentials of a.
+// Credentials are the OAuth2 client credentials of a, the previous secret
+// included.
 func (a Account) Credentials() Credentials {
-	return Credentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret}
+	return Credentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, PreviousSecret: a.PreviousClientSecret}
 }
 
 // String never shows the client secret.

@@ -19,6 +19,10 @@ import (
 type Credentials struct {
 	ClientID     string
 	ClientSecret string
+	// PreviousSecret, while a client secret is being rotated, is tried
+	// when the gateway refuses ClientSecret (the new secret may not be in
+	// force at the gateway yet, or no longer the old one): "" for none.
+	PreviousSecret string
 }
 
 func (c Credentials) String() string   { return "Credentials{" + c.ClientID + ", secret:***}" }

@@ -253,3 +253,22 @@ func TestSandboxWalk(t *testing.T) {
 		assert.Equal(t, "token", ae.Op)
 	})
 }
+
+// A client secret being rotated: while the gateway still takes only the
+// old secret, the new one is refused and the previous one gets the token;
+// once the gateway takes the new one, the previous one is not needed.
+func TestPreviousClientSecret(t *testing.T) {
+	e := newSandboxEnv(t)
+	rotating := restbackend.Credentials{ClientID: e.cr.ClientID, ClientSecret: "the-new-secret", PreviousSecret: e.cr.ClientSecret}
+	_, err := e.c.Token(e.ctx(), rotating)
+	require.NoError(t, err, "the gateway still has the previous secret")
+
+	_, err = e.c.Token(e.ctx(), restbackend.Credentials{ClientID: e.cr.ClientID, ClientSecret: "the-new-secret"})
+	var ae *restbackend.APIError
+	require.ErrorAs(t, err, &ae, "without the previous secret the new one alone is refused")
+	assert.Equal(t, http.StatusUnauthorized, ae.Status)
+
+	wrong := restbackend.Credentials{ClientID: e.cr.ClientID, ClientSecret: "the-new-secret", PreviousSecret: "not-it-either"}
+	_, err = e.c.Token(e.ctx(), wrong)
+	require.ErrorAs(t, err, &ae, "both refused: refused")
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // cachedToken is an access token and the time after which it is not used.
@@ -24,7 +26,7 @@ const maxTokenMargin = 60 * time.Second
 // tokenKey identifies a token by credentials and scope (the gateway URL is
 // the Client's). It is a digest so that secrets are no map keys.
 func (c *Client) tokenKey(cr Credentials) string {
-	h := sha256.Sum256([]byte(cr.ClientID + "\x00" + cr.ClientSecret + "\x00" + c.cfg.Scope))
+	h := sha256.Sum256([]byte(cr.ClientID + "\x00" + cr.ClientSecret + "\x00" + cr.PreviousSecret + "\x00" + c.cfg.Scope))
 	return hex.EncodeToString(h[:])
 }
 
@@ -76,23 +78,18 @@ func (c *Client) token(ctx context.Context, cr Credentials, key string) (string,
 }
 
 // fetchToken asks POST /oauth2/token for a client-credentials token and
-// caches it until shortly before expires_in.
+// caches it until shortly before expires_in. While a secret is rotated
+// (cr.PreviousSecret), a refusal of the current secret is followed by one
+// request with the previous one: the token request moves nothing, so
+// asking twice is safe.
 func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (string, error) {
-	const op = "token"
-	form := url.Values{"grant_type": {"client_credentials"}, "scope": {c.cfg.Scope}}.Encode()
-	r := request{op: op, method: http.MethodPost, path: "/oauth2/token", contentType: ctForm, body: []byte(form)}
-	// Plain id:secret as the specification and the official clients do (not
-	// the form-encoding of RFC 6749 2.3.1).
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(cr.ClientID+":"+cr.ClientSecret))
-	rep, err := c.send(ctx, &r, basic, 1)
+	t, err := c.requestToken(ctx, cr.ClientID, cr.ClientSecret)
+	var ae *APIError
+	if err != nil && cr.PreviousSecret != "" && errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+		c.log.Info("gateway refused the client secret; trying the previous one (rotation)", zap.String("client_id", cr.ClientID))
+		t, err = c.requestToken(ctx, cr.ClientID, cr.PreviousSecret)
+	}
 	if err != nil {
-		return "", err
-	}
-	if !rep.ok() {
-		return "", failure(&r, rep)
-	}
-	var t Token
-	if err := decodeReply(&r, rep, &t); err != nil {
 		return "", err
 	}
 	ttl := time.Duration(t.ExpiresIn) * time.Second
@@ -100,6 +97,28 @@ func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (st
 	c.tokens[key] = cachedToken{token: t.AccessToken, expires: c.cfg.Now().Add(ttl - min(maxTokenMargin, ttl/10))}
 	c.mu.Unlock()
 	return t.AccessToken, nil
+}
+
+// requestToken is one POST /oauth2/token with id and secret.
+func (c *Client) requestToken(ctx context.Context, id, secret string) (*Token, error) {
+	const op = "token"
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {c.cfg.Scope}}.Encode()
+	r := request{op: op, method: http.MethodPost, path: "/oauth2/token", contentType: ctForm, body: []byte(form)}
+	// Plain id:secret as the specification and the official clients do (not
+	// the form-encoding of RFC 6749 2.3.1).
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret))
+	rep, err := c.send(ctx, &r, basic, 1)
+	if err != nil {
+		return nil, err
+	}
+	if !rep.ok() {
+		return nil, failure(&r, rep)
+	}
+	var t Token
+	if err := decodeReply(&r, rep, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 func (t *Token) validate() error {

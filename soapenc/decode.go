@@ -59,6 +59,8 @@ type Call struct {
 	Operation QName    // the call element: operation name and its namespace
 	Params    []*Value // the parts, in document order, multi-references resolved
 	Header    []*Value // header entries that did not demand to be understood
+	// Wire is how the request was written; decoding never depends on it.
+	Wire Wire
 
 	nodes  int // values created while decoding (bounded by budget)
 	budget int
@@ -102,7 +104,7 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 			return nil, f
 		}
 	}
-	body, f := toUTF8(body, cs)
+	body, charsetName, f := toUTF8(body, cs)
 	if f != nil {
 		return nil, f
 	}
@@ -227,6 +229,8 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		c.Params = append(c.Params, v)
 	}
 	c.nodes, c.budget = d.nodes, d.budget
+	c.Wire = wireOf(root, t, bodyEl, call, header >= 0)
+	c.Wire.Charset = charsetName
 	return c, nil
 }
 
@@ -287,32 +291,33 @@ func plainTextXML(ct string) (charset string, ok bool) {
 // (RFC 3023); without one, or when it says UTF-8, the XML declaration's
 // encoding is used. Non-UTF-8 input is transcoded here, so the XML parser
 // only ever sees UTF-8 (etree's default CharsetReader passes it through).
-func toUTF8(body []byte, cs string) ([]byte, *Fault) {
+// name is the canonical name of a charset other than UTF-8, else "".
+func toUTF8(body []byte, cs string) (out []byte, name string, f *Fault) {
 	body = bytes.TrimPrefix(body, []byte("\xEF\xBB\xBF"))
 	if cs == "" || isUTF8Label(cs) {
 		cs = declEncoding(body)
 	}
 	if cs == "" || isUTF8Label(cs) {
 		if !utf8.Valid(body) {
-			return nil, clientFault("request is not valid UTF-8")
+			return nil, "", clientFault("request is not valid UTF-8")
 		}
-		return body, nil
+		return body, "", nil
 	}
 	enc, name := charset.Lookup(cs)
 	if enc == nil {
-		return nil, clientFault("unsupported charset " + QuoteName(cs))
+		return nil, "", clientFault("unsupported charset " + QuoteName(cs))
 	}
 	if name == "utf-8" {
 		if !utf8.Valid(body) {
-			return nil, clientFault("request is not valid UTF-8")
+			return nil, "", clientFault("request is not valid UTF-8")
 		}
-		return body, nil
+		return body, "", nil
 	}
 	out, err := enc.NewDecoder().Bytes(body)
 	if err != nil {
-		return nil, clientFault("request is not valid " + name)
+		return nil, "", clientFault("request is not valid " + name)
 	}
-	return out, nil
+	return out, name, nil
 }
 
 func isUTF8Label(s string) bool {

@@ -44,6 +44,9 @@ type Ledger interface {
 	// gateway call: what a refund's reconciliation compares the refund
 	// history with survives a lost reply, an expired context or a crash.
 	SetBaseline(ctx context.Context, key CallKey, claim string, b RefundBaseline, now time.Time) error
+	// LookupCall returns the entry of key, or ErrNotFound; it claims
+	// nothing.
+	LookupCall(ctx context.Context, key CallKey) (Call, error)
 	// CallDone records the result of a pending or in-doubt call held by
 	// claim; repeats within the window get rec.
 	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error
@@ -247,6 +250,13 @@ func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, wi
 		return c, false, nil
 	}
 	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
+}
+
+func (s *sqlStore) LookupCall(ctx context.Context, key CallKey) (Call, error) {
+	if err := key.valid(); err != nil {
+		return Call{}, err
+	}
+	return s.call(ctx, key)
 }
 
 // call reads an entry from the writer, so it sees the claim just lost.

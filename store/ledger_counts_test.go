@@ -22,7 +22,11 @@ func TestLedgerCounts(t *testing.T) {
 			assert.Equal(t, store.LedgerCounts{}, c)
 
 			claim := func(hash string) store.Call {
-				call, claimed, err := s.ClaimCall(ctx, store.CallKey{GoID: 1, Operation: "capturePayment", Hash: hash}, time.Now(), time.Hour)
+				op := "capturePayment"
+				if hash == "f" {
+					op = "createPayment"
+				}
+				call, claimed, err := s.ClaimCall(ctx, store.CallKey{GoID: 1, Operation: op, Hash: hash}, time.Now(), time.Hour)
 				require.NoError(t, err)
 				require.True(t, claimed)
 				return call
@@ -33,10 +37,13 @@ func TestLedgerCounts(t *testing.T) {
 			d := claim("c")
 			require.NoError(t, s.CallDone(ctx, d.Key, d.Claim, store.CallRecord{Result: "FINISHED"}, time.Now()))
 			claim("e")
+			f := claim("f")
+			require.NoError(t, s.CallInDoubt(ctx, f.Key, f.Claim, "reply lost", time.Now()))
 
 			c, err = s.LedgerCounts(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, store.LedgerCounts{Pending: 2, InDoubt: 1}, c, "done entries are not backlog")
+			assert.Equal(t, store.LedgerCounts{Pending: 2, InDoubt: 2,
+				InDoubtByOperation: map[string]int{"capturePayment": 1, "createPayment": 1}}, c, "done entries are not backlog")
 		})
 	}
 }

@@ -79,7 +79,7 @@ type queries struct {
 
 const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at, payment_channels`
 const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at, s.payment_channels`
-const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id`
+const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id, unsigned`
 
 func (d *dialect) queries() queries {
 	return queries{
@@ -101,8 +101,8 @@ func (d *dialect) queries() queries {
 			FROM sessions s LEFT JOIN session_tokens t ON t.payment_id = s.payment_id
 			WHERE s.parent_id = ? ORDER BY s.payment_id`),
 		enqueue: d.rebind(`INSERT INTO outbox
-				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at, request_id)
-			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?, ?)
+				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at, request_id, unsigned)
+			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?, ?, ?)
 			ON CONFLICT (dedupe_key) DO NOTHING`),
 		// One statement, so choosing rows and leasing them is atomic: on
 		// SQLite a write statement holds the write lock from its start, on
@@ -250,7 +250,7 @@ func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {
 	}
 	res, err := s.w.ExecContext(ctx, s.q.enqueue,
 		n.Key, n.GoID, n.PaymentID, n.URL,
-		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t), n.RequestID)
+		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t), n.RequestID, n.Unsigned)
 	if err != nil {
 		return false, fmt.Errorf("store: enqueue notification %q: %w", n.Key, err)
 	}
@@ -278,7 +278,7 @@ func (s *sqlStore) Claim(ctx context.Context, at time.Time, limit int, lease tim
 	for rows.Next() {
 		var n Notification
 		if err := rows.Scan(&n.ID, &n.GoID, &n.PaymentID, &n.Key, &n.URL, &n.Attempts,
-			timeScan{&n.NextAttempt}, &n.LastError, timeScan{&n.CreatedAt}, &n.RequestID); err != nil {
+			timeScan{&n.NextAttempt}, &n.LastError, timeScan{&n.CreatedAt}, &n.RequestID, &n.Unsigned); err != nil {
 			return nil, fmt.Errorf("store: claim notifications: %w", err)
 		}
 		out = append(out, n)

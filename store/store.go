@@ -59,6 +59,9 @@ type Notification struct {
 	// RequestID is the request id of the call that enqueued it ("" for
 	// rows from before it was kept), logged with every delivery attempt.
 	RequestID string
+	// Unsigned: URL lacks its signature, which the deliverer adds when it
+	// sends (rows from before this was kept are signed).
+	Unsigned bool
 }
 
 // Store is the persistence the bridge needs. Implementations are safe for
@@ -95,6 +98,12 @@ type Store interface {
 	// replica sharing the store sees every claim. Code that only needs
 	// the ledger should take a Ledger.
 	Ledger
+
+	// ShopKey returns which of merchant goid's keys its shop last signed a
+	// call with (an id of the key, never the key) and when that was seen,
+	// or ErrNotFound. SetShopKey records it.
+	ShopKey(ctx context.Context, goid int64) (keyID string, seenAt time.Time, err error)
+	SetShopKey(ctx context.Context, goid int64, keyID string, seenAt time.Time) error
 
 	// Purge deletes, in batches, what r says is old enough at now: finished
 	// outbox rows, ledger entries, sessions (with their tokens). Pending

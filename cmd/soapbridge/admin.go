@@ -1,20 +1,36 @@
 package main
 
 // The admin listener: Prometheus metrics, liveness and readiness probes,
-// pprof and an HTML status page, on an address of its own (loopback by
-// default) so that none of it is reachable where the e-shops call.
+// the outbox counts, pprof and an HTML status page, on an address of its
+// own (loopback by default) so that none of it is reachable where the
+// e-shops call.
+//
+// Readiness is the pod's, not the world's: /readyz fails only for what
+// another replica would not share (start-up not finished, shutting down,
+// this process's connections or file descriptors nearly used up). The
+// gateway and the store are shared by every replica: when they fail,
+// taking every pod out of the Service only turns SOAP faults, pending pages
+// and callbacks into ingress errors. They are probed in the background and
+// reported (soapbridge_dependency_up, the status page, /readyz's body) for
+// the alerts, never used to decide readiness.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
+	"io"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,87 +40,244 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
-// probeTTL is how long a readiness result is reused: a probe every second
-// from several kubelets must not turn into as many gateway requests.
-const probeTTL = 3 * time.Second
+// Background probes of the shared dependencies: every probeEvery, each
+// bounded by probeTimeout (a stalled gateway or database shows as down
+// after at most probeEvery + probeTimeout). One probe of each at a time,
+// whatever the number of scrapes and kubelet probes.
+const (
+	probeEvery   = 10 * time.Second
+	probeTimeout = 5 * time.Second
+)
 
-// prober checks the store and the gateway, caching the result.
-type prober struct {
-	st         store.Store
-	gatewayURL string
+// resourceHighWater is the share of a local resource (connection cap,
+// file descriptor limit) in use from which the replica is not ready: new
+// connections should go to another replica before this one refuses them.
+const resourceHighWater = 0.95
 
-	mu      sync.Mutex
-	at      time.Time
-	last    probeResult
-	probing chan struct{} // closed when the probe in flight ends
+// Phases of the process, for readiness.
+const (
+	phaseStarting int32 = iota
+	phaseServing
+	phaseDraining
+)
+
+// readiness decides /readyz and soapbridge_ready from this process's state
+// only.
+type readiness struct {
+	phase atomic.Int32
+	conns func() metrics.ConnStats // nil: connections not capped
+	files func() (open, max int, err error)
 }
 
-type probeResult struct {
-	Store   string              `json:"store"`   // "ok" or the error
-	Gateway string              `json:"gateway"` // "ok" or the error
-	Outbox  *store.OutboxCounts `json:"outbox,omitempty"`
-	Checked time.Time           `json:"checked"`
+func newReadiness(conns func() metrics.ConnStats) *readiness {
+	return &readiness{conns: conns, files: openFiles}
 }
 
-func (r probeResult) ready() bool { return r.Store == "ok" && r.Gateway == "ok" }
+// serving marks the start-up done: the public listener serves.
+func (r *readiness) serving() { r.phase.CompareAndSwap(phaseStarting, phaseServing) }
 
-// result returns a probe at most probeTTL old; one probe runs at a time.
-func (p *prober) result(ctx context.Context) probeResult {
-	p.mu.Lock()
-	if !p.at.IsZero() && time.Since(p.at) < probeTTL {
-		r := p.last
-		p.mu.Unlock()
-		return r
+// draining marks the shutdown: the replica must leave the Services.
+func (r *readiness) draining() { r.phase.Store(phaseDraining) }
+
+// resourceUse is one local resource as /readyz shows it.
+type resourceUse struct {
+	Open int `json:"open"`
+	Max  int `json:"max"`
+}
+
+func (u *resourceUse) full() bool {
+	return u != nil && u.Max > 0 && float64(u.Open) >= resourceHighWater*float64(u.Max)
+}
+
+type readyState struct {
+	Ready       bool         `json:"-"`
+	Reason      string       `json:"reason,omitempty"` // why not ready
+	Connections *resourceUse `json:"connections,omitempty"`
+	OpenFiles   *resourceUse `json:"open_files,omitempty"`
+}
+
+func (r *readiness) state() readyState {
+	var s readyState
+	if r.conns != nil {
+		c := r.conns()
+		s.Connections = &resourceUse{Open: c.Open, Max: c.Max}
 	}
-	if ch := p.probing; ch != nil {
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
-		p.mu.Lock()
-		r := p.last
-		p.mu.Unlock()
-		return r
+	if open, max, err := r.files(); err == nil {
+		s.OpenFiles = &resourceUse{Open: open, Max: max}
 	}
-	ch := make(chan struct{})
-	p.probing = ch
-	p.mu.Unlock()
-
-	r := p.probe(ctx)
-	p.mu.Lock()
-	p.last, p.at, p.probing = r, time.Now(), nil
-	p.mu.Unlock()
-	close(ch)
-	return r
+	switch {
+	case r.phase.Load() == phaseStarting:
+		s.Reason = "starting"
+	case r.phase.Load() == phaseDraining:
+		s.Reason = "shutting down"
+	case s.Connections.full():
+		s.Reason = fmt.Sprintf("connections: %d open of max_connections %d", s.Connections.Open, s.Connections.Max)
+	case s.OpenFiles.full():
+		s.Reason = fmt.Sprintf("file descriptors: %d open of a limit of %d", s.OpenFiles.Open, s.OpenFiles.Max)
+	default:
+		s.Ready = true
+	}
+	return s
 }
 
-func (p *prober) probe(ctx context.Context) probeResult {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	r := probeResult{Store: "ok", Gateway: "ok", Checked: time.Now()}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		n, err := p.st.Counts(ctx)
-		if err != nil {
-			r.Store = "unreachable: " + oneLine(err.Error())
-			return
-		}
-		r.Outbox = &n
-	})
-	wg.Go(func() {
-		if err := pingGateway(ctx, p.gatewayURL); err != nil {
-			// The URL is the operator's and carries no credentials
-			// (validated), but the message is kept short.
-			r.Gateway = "unreachable"
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				r.Gateway = "unreachable: " + oneLine(ue.Err.Error())
+func (r *readiness) ready() bool { return r.state().Ready }
+
+// openFiles counts this process's open file descriptors and reads their
+// soft limit (Linux /proc; elsewhere an error, and the check is skipped).
+func openFiles() (open, max int, err error) {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, 0, err
+	}
+	limits, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(limits), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil { // "unlimited" is no limit
+					max = n
+				}
 			}
 		}
-	})
+	}
+	return len(fds), max, nil
+}
+
+// connStatsOf returns the connection counts of a capped listener (nil for
+// an uncapped one).
+func connStatsOf(ln net.Listener) func() metrics.ConnStats {
+	if c, ok := ln.(*capListener); ok {
+		return c.stats
+	}
+	return nil
+}
+
+// dependency is the last probe of one dependency.
+type dependency struct {
+	Up      bool      `json:"up"`
+	Error   string    `json:"error,omitempty"`
+	Checked time.Time `json:"checked"`
+}
+
+// probes checks the gateway and the store in the background and feeds the
+// results to the metrics; the store probe also reads the backlogs the
+// store-backed gauges show.
+type probes struct {
+	st         store.Store
+	gatewayURL string
+	m          *metrics.Metrics
+	log        *zap.Logger
+	client     *http.Client
+
+	mu      sync.Mutex
+	gateway *dependency // nil until probed
+	store   *dependency
+}
+
+func newProbes(st store.Store, gatewayURL string, m *metrics.Metrics, log *zap.Logger) *probes {
+	return &probes{st: st, gatewayURL: gatewayURL, m: m, log: log, client: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// run probes both dependencies at once and then every probeEvery, each in
+// its own loop (a stalled gateway does not delay the store's probe), until
+// ctx ends.
+func (p *probes) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, probe := range []func(context.Context){p.probeGateway, p.probeStore} {
+		wg.Go(func() {
+			for {
+				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+				probe(pctx)
+				cancel()
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(probeEvery):
+				}
+			}
+		})
+	}
 	wg.Wait()
-	return r
+}
+
+// probeGateway sends a GET to the gateway's REST root, without
+// credentials: any HTTP answer shows the gateway reachable, except 502,
+// 503 and 504, with which a gateway's front says the service behind it is
+// not available.
+func (p *probes) probeGateway(ctx context.Context) {
+	err := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.gatewayURL, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "soapbridge-probe")
+		resp, err := p.client.Do(req)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) { // the URL is the operator's; the message is kept short
+				err = ue.Err
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("no answer within %s", probeTimeout)
+			}
+			return err
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // read so the connection is kept for the next probe
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}()
+	p.record(metrics.DependencyGateway, &p.gateway, err)
+}
+
+// probeStore reads the outbox and ledger backlogs: a ping that also keeps
+// the store-backed gauges fresh.
+func (p *probes) probeStore(ctx context.Context) {
+	outbox, err := p.st.Counts(ctx)
+	var ledger store.LedgerCounts
+	if err == nil {
+		ledger, err = p.st.LedgerCounts(ctx)
+	}
+	if err == nil {
+		p.m.SetStoreCounts(outbox, ledger)
+	} else if ctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s", probeTimeout)
+	}
+	p.record(metrics.DependencyStore, &p.store, err)
+}
+
+// record keeps a probe's result, feeds it to the metrics and logs a change.
+func (p *probes) record(name string, last **dependency, err error) {
+	d := &dependency{Up: err == nil, Checked: time.Now()}
+	if err != nil {
+		d.Error = oneLine(err.Error())
+	}
+	p.mu.Lock()
+	prev := *last
+	*last = d
+	p.mu.Unlock()
+	p.m.SetDependencyUp(name, d.Up)
+	switch {
+	case !d.Up && (prev == nil || prev.Up):
+		p.log.Warn(name+" unreachable (readiness unaffected: every replica shares it)", zap.String("error", d.Error))
+	case d.Up && prev != nil && !prev.Up:
+		p.log.Info(name + " reachable again")
+	}
+}
+
+// results returns the last probes (nil: not probed yet).
+func (p *probes) results() (gateway, store *dependency) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gateway, p.store
 }
 
 // adminMerchant is what the status page shows of a merchant: never a
@@ -124,13 +297,16 @@ type adminMerchant struct {
 type adminServer struct {
 	cfg     Config
 	m       *metrics.Metrics
-	p       *prober
+	st      store.Store
+	p       *probes
+	ready   *readiness
 	started time.Time
 	log     *zap.Logger
 }
 
-func newAdminHandler(cfg Config, m *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) http.Handler {
-	a := &adminServer{cfg: cfg, m: m, p: &prober{st: st, gatewayURL: gatewayURL}, started: time.Now(), log: log}
+func newAdminHandler(cfg Config, m *metrics.Metrics, st store.Store, p *probes, rd *readiness, log *zap.Logger) http.Handler {
+	a := &adminServer{cfg: cfg, m: m, st: st, p: p, ready: rd, started: time.Now(), log: log}
+	m.SetReadiness(rd.ready)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(log)}))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
@@ -138,6 +314,7 @@ func newAdminHandler(cfg Config, m *metrics.Metrics, st store.Store, gatewayURL 
 		w.Write([]byte(`{"status":"ok"}`)) //nolint:errcheck // the prober is gone
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.HandleFunc("GET /outbox", a.outbox)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -147,18 +324,42 @@ func newAdminHandler(cfg Config, m *metrics.Metrics, st store.Store, gatewayURL 
 	return mux
 }
 
-func (a *adminServer) readyz(w http.ResponseWriter, r *http.Request) {
-	res := a.p.result(r.Context())
+func (a *adminServer) readyz(w http.ResponseWriter, _ *http.Request) {
+	s := a.ready.state()
+	gw, st := a.p.results()
 	w.Header().Set("Content-Type", "application/json")
 	status := "ready"
-	if !res.ready() {
+	if !s.Ready {
 		status = "not ready"
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	json.NewEncoder(w).Encode(struct { //nolint:errcheck // the prober is gone
 		Status string `json:"status"`
-		probeResult
-	}{status, res})
+		readyState
+		// Reported, not required: every replica shares them.
+		Gateway *dependency `json:"gateway"`
+		Store   *dependency `json:"store"`
+	}{status, s, gw, st})
+}
+
+// outboxTimeout bounds the store read of GET /outbox.
+const outboxTimeout = 3 * time.Second
+
+// outbox shows the shared outbox by state as JSON (business volume, so
+// on the admin listener only); dead notifications are those the e-shop
+// never took within the retry period.
+func (a *adminServer) outbox(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), outboxTimeout)
+	defer cancel()
+	n, err := a.st.Counts(ctx)
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		a.log.Warn("outbox counts failed", zap.Error(err))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":"store not available"}` + "\n")) //nolint:errcheck // the client is gone
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]int{"pending": n.Pending, "delivered": n.Delivered, "dead": n.Dead}) //nolint:errcheck // the client is gone
 }
 
 var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
@@ -166,14 +367,19 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #999;padding:.3em .6em;text-align:left}.bad{color:#b00}</style>
 </head><body>
 <h1>soapbridge status</h1>
-<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/debug/pprof/">pprof</a></p>
-<h2>Reachability</h2>
-<table><tr><th>gateway</th><td{{if ne .Probe.Gateway "ok"}} class="bad"{{end}}>{{.Probe.Gateway}}</td></tr>
-<tr><th>store</th><td{{if ne .Probe.Store "ok"}} class="bad"{{end}}>{{.Probe.Store}}</td></tr>
-<tr><th>checked</th><td>{{.Probe.Checked.Format "15:04:05"}}</td></tr></table>
+<p>Up since {{.Started.Format "2006-01-02 15:04:05 MST"}}. <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a> · <a href="/outbox">outbox</a> · <a href="/debug/pprof/">pprof</a> · <a href="/report">migration report</a></p>
+<h2>This replica</h2>
+<table><tr><th>ready</th><td{{if not .Ready.Ready}} class="bad"{{end}}>{{if .Ready.Ready}}yes{{else}}no: {{.Ready.Reason}}{{end}}</td></tr>
+{{with .Ready.Connections}}<tr><th>connections</th><td>{{.Open}} of {{.Max}}</td></tr>{{end}}
+{{with .Ready.OpenFiles}}<tr><th>file descriptors</th><td>{{.Open}} of {{.Max}}</td></tr>{{end}}</table>
+<h2>Dependencies (shared by every replica: reported, not used for readiness)</h2>
+<table>{{range .Dependencies}}<tr><th>{{.Name}}</th>{{with .D}}<td{{if not .Up}} class="bad"{{end}}>{{if .Up}}ok{{else}}unreachable: {{.Error}}{{end}}</td>
+<td>checked {{.Checked.Format "15:04:05"}}</td>{{else}}<td>not probed yet</td><td></td>{{end}}</tr>
+{{end}}</table>
 <h2>Notification outbox</h2>
-{{with .Probe.Outbox}}<table><tr><th>pending</th><td>{{.Pending}}</td></tr><tr><th>delivered</th><td>{{.Delivered}}</td></tr>
-<tr><th>dead (given up)</th><td{{if .Dead}} class="bad"{{end}}>{{.Dead}}</td></tr></table>{{else}}<p class="bad">store unreachable</p>{{end}}
+{{if .OutboxRead}}{{with .Outbox}}<table><tr><th>pending</th><td>{{.Pending}}</td></tr><tr><th>delivered</th><td>{{.Delivered}}</td></tr>
+<tr><th>dead (given up)</th><td{{if .Dead}} class="bad"{{end}}>{{.Dead}}</td></tr></table>{{end}}
+<p>As read from the store at {{.OutboxAt.Format "15:04:05"}}.</p>{{else}}<p class="bad">not read from the store yet</p>{{end}}
 <p>Delivery attempts since start: {{range .Attempts}}{{.Operation}} {{.Calls}} · {{end}}</p>
 <h3>Recent failed deliveries (this replica)</h3>
 {{if .Failures}}<table><tr><th>time</th><th>goid</th><th>payment</th><th>target</th><th>status</th><th>request id</th></tr>
@@ -193,13 +399,15 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 </body></html>
 `))
 
-func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
-	usage := a.m.Usage()
+// status renders the status page from memory only (the probes' last
+// results), so that it answers at once whatever the dependencies do.
+func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
+	calls := a.m.Usage()
 	var ms []adminMerchant
 	for _, m := range a.cfg.Merchants {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
-			Usage: usage[strconv.FormatInt(m.GoID, 10)]}
+			Usage: calls[strconv.FormatInt(m.GoID, 10)]}
 		if u, err := url.Parse(m.NotificationURL); err == nil && u.Host != "" {
 			am.Notifications = u.Scheme + "://" + u.Host // never the path or query: they may carry a token
 		}
@@ -209,11 +417,47 @@ func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
 		ms = append(ms, am)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].GoID < ms[j].GoID })
+	gw, st := a.p.results()
+	outbox, at, read := a.m.StoreCounts()
+	type dep struct {
+		Name string
+		D    *dependency
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := statusPage.Execute(w, map[string]any{
-		"Started": a.started, "Probe": a.p.result(r.Context()), "Merchants": ms, "Attempts": a.m.Attempts(),
-		"Failures": a.m.RecentFailures(),
+		"Started": a.started, "Ready": a.ready.state(),
+		"Dependencies": []dep{{"gateway", gw}, {"store", st}},
+		"Outbox":       outbox, "OutboxAt": at, "OutboxRead": read,
+		"Merchants": ms, "Attempts": a.m.Attempts(), "Failures": a.m.RecentFailures(),
 	}); err != nil {
 		a.log.Warn("status page", zap.Error(err))
 	}
+}
+
+// startAdmin serves the admin listener and runs the dependency probes
+// until the returned stop is called.
+func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
+	}
+	p := newProbes(st, gatewayURL, met, log)
+	ctx, stopProbes := context.WithCancel(context.Background())
+	var probing sync.WaitGroup
+	probing.Go(func() { p.run(ctx) })
+	srv := &http.Server{
+		Handler:           withReportPages(newAdminHandler(cfg, met, st, p, rd, log), pages),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          zap.NewStdLog(log),
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
+	log.Info("admin listening", zap.String("addr", ln.Addr().String()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
+		stopProbes()
+		probing.Wait()
+	}, nil
 }

@@ -74,8 +74,32 @@ func startBenchBridge(b *testing.B) string {
 }
 
 func startBenchBridgeLog(b *testing.B, logBuffer int) string {
-	br := startInProcess(b, map[string]string{"SOAPBRIDGE_LOG_LEVEL": "info", "SOAPBRIDGE_LOG_BUFFER": strconv.Itoa(logBuffer)})
-	return br.URL + "/axis/EPaymentServiceV2"
+	return startBenchBridgeEnv(b, map[string]string{"SOAPBRIDGE_LOG_BUFFER": strconv.Itoa(logBuffer)})
+}
+
+// startBenchBridgeEnv: info level and the log buffer, with env on top.
+func startBenchBridgeEnv(b *testing.B, env map[string]string) string {
+	full := map[string]string{"SOAPBRIDGE_LOG_LEVEL": "info", "SOAPBRIDGE_LOG_BUFFER": strconv.Itoa(defaultLogBuffer)}
+	for k, v := range env {
+		full[k] = v
+	}
+	return startInProcess(b, full).URL + "/axis/EPaymentServiceV2"
+}
+
+// usageOff switches the usage record off: the benchmarks without a suffix
+// run with it on (the default), these without, for the ratio of its cost
+// on the hot path (client recognition, the context it travels in, the
+// record itself):
+//
+//	go test ./cmd/soapbridge -run '^$' -bench 'Parallel(UsageOff)?$' -benchtime 3s
+var usageOff = map[string]string{"SOAPBRIDGE_USAGE_FLUSH_INTERVAL": "0"}
+
+func BenchmarkTouchParallelUsageOff(b *testing.B) {
+	benchPost(b, startBenchBridgeEnv(b, usageOff), []byte(touchEnvelope), ">OK<")
+}
+
+func BenchmarkPaymentStatusParallelUsageOff(b *testing.B) {
+	benchPaymentStatus(b, startBenchBridgeEnv(b, usageOff))
 }
 
 func BenchmarkTouchParallel(b *testing.B) {
@@ -105,7 +129,12 @@ const demoKey = "DemoSecureKey-0123456789"
 // BenchmarkPaymentStatusParallel: paymentStatus of one payment (signature
 // check, REST token + GET to the sandbox, session read, signed reply).
 func BenchmarkPaymentStatusParallel(b *testing.B) {
-	url := startBenchBridge(b)
+	benchPaymentStatus(b, startBenchBridge(b))
+}
+
+// benchPaymentStatus creates a payment through the bridge at url, then
+// reads its status from every client goroutine.
+func benchPaymentStatus(b *testing.B, url string) {
 	create, err := os.ReadFile("../../testdata/operations/createPayment/request.xml")
 	if err != nil {
 		b.Fatal(err)

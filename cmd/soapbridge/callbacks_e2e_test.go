@@ -81,7 +81,7 @@ func TestNotifyEveryPartialRefund(t *testing.T) {
 		assert.Equal(t, "PARTIALLY_REFUNDED", flowText(flowStatus(t, b.URL, id), "sessionState"))
 	}
 	require.Eventually(t, func() bool {
-		c := outboxCounts(t, b.URL)
+		c := outboxCounts(t, b)
 		return c["delivered"] == 4 && c["pending"] == 0
 	}, 10*time.Second, 50*time.Millisecond, "paid and three partial refunds delivered")
 }
@@ -120,7 +120,7 @@ func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
 				n := shop.waitNotification(t, id)
 				assert.Equal(t, order, n.Get("orderNumber"), "run %d", run)
 				require.Eventually(t, func() bool {
-					c := outboxCounts(t, b.URL)
+					c := outboxCounts(t, b)
 					return c["delivered"] == run && c["pending"] == 0
 				}, 10*time.Second, 50*time.Millisecond, "run %d: every payment so far notified once", run)
 				b.Stop()

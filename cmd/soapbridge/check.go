@@ -76,6 +76,8 @@ func subcommand(ctx context.Context, args []string, getenv func(string) string, 
 	case cmdVersion:
 		fmt.Fprintln(stdout, versionLine())
 		return true, nil
+	case cmdReport:
+		return true, runReport(ctx, args[1:], getenv, stdout)
 	}
 	return false, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 	"github.com/legacybridge/soapbridge/store"
@@ -77,6 +78,11 @@ type Config struct {
 	TrustedProxies string `yaml:"trusted_proxies" help:"CIDRs of the proxies and load balancers whose X-Forwarded-For is believed for merchants' allowed_networks"`
 	AdminListen    string `yaml:"admin_listen" help:"address of the admin listener (/metrics, /livez, /readyz, /debug/pprof, status page at /); off: none"`
 	OTLPEndpoint   string `yaml:"otlp_endpoint" help:"OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty"`
+	WatchConfig    bool   `yaml:"watch_config" help:"reload the merchants when the config file changes (read every 2s), as SIGHUP does"`
+
+	UsageFlushInterval time.Duration `yaml:"usage_flush_interval" help:"how often each replica adds its usage record (what each merchant still uses, for soapbridge report) to the database; a crash loses at most one interval (0: no usage record)"`
+
+	MetricsMerchantLabels bool `yaml:"metrics_merchant_labels" help:"per-merchant metric series (label goid, at most 8 per merchant); false: none, whatever the number of merchants"`
 
 	Merchants []Merchant `yaml:"merchants"`
 
@@ -112,35 +118,37 @@ const shutdownMargin = 5 * time.Second
 func defaultConfig() Config {
 	r := store.DefaultRetention()
 	return Config{
-		Listen:           ":8080",
-		SOAPPath:         "/axis/EPaymentServiceV2",
-		ServiceNamespace: wsdl.DefaultServiceNamespace,
-		MaxBodyBytes:     64 << 10,
-		MaxConns:         4096,
-		MaxConnsPerIP:    256,
-		AuthFailures:     10,
-		MaxDepth:         64,
-		MaxRefs:          1000,
-		ReadTimeout:      30 * time.Second,
-		WriteTimeout:     60 * time.Second,
-		IdleTimeout:      120 * time.Second,
-		CallDeadline:     operations.DefaultCallDeadline,
-		RESTTimeout:      restbackend.DefaultTimeout,
-		PurgeInterval:    time.Hour,
-		RetainDelivered:  r.Delivered,
-		RetainDead:       r.Dead,
-		RetainLedger:     r.Ledger,
-		RetainSessions:   r.Sessions,
-		SandboxListen:    "127.0.0.1:8090",
-		AdminListen:      "127.0.0.1:9090",
-		Database:         "soapbridge.db",
-		DatabaseMaxConns: store.DefaultMaxConns,
-		MaxReplicas:      1,
-		MigrateOnStart:   true,
-		LogLevel:         "info",
-		LogFormat:        "json",
-		LogBuffer:        defaultLogBuffer,
-		RESTMaxIdleConns: restbackend.DefaultMaxIdleConns,
+		Listen:                ":8080",
+		MetricsMerchantLabels: true,
+		UsageFlushInterval:    usage.DefaultFlushInterval,
+		SOAPPath:              "/axis/EPaymentServiceV2",
+		ServiceNamespace:      wsdl.DefaultServiceNamespace,
+		MaxBodyBytes:          64 << 10,
+		MaxConns:              4096,
+		MaxConnsPerIP:         256,
+		AuthFailures:          10,
+		MaxDepth:              64,
+		MaxRefs:               1000,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		CallDeadline:          operations.DefaultCallDeadline,
+		RESTTimeout:           restbackend.DefaultTimeout,
+		PurgeInterval:         time.Hour,
+		RetainDelivered:       r.Delivered,
+		RetainDead:            r.Dead,
+		RetainLedger:          r.Ledger,
+		RetainSessions:        r.Sessions,
+		SandboxListen:         "127.0.0.1:8090",
+		AdminListen:           "127.0.0.1:9090",
+		Database:              "soapbridge.db",
+		DatabaseMaxConns:      store.DefaultMaxConns,
+		MaxReplicas:           1,
+		MigrateOnStart:        true,
+		LogLevel:              "info",
+		LogFormat:             "json",
+		LogBuffer:             defaultLogBuffer,
+		RESTMaxIdleConns:      restbackend.DefaultMaxIdleConns,
 
 		ReturnStatusTimeout: operations.DefaultReturnStatusTimeout,
 	}
@@ -178,15 +186,7 @@ func (c *Config) validate() error {
 	var errs []error
 	core := c.core()
 	for _, p := range core.Validate(c.RESTTimeout) {
-		msg := p.Msg
-		if i := 0; strings.HasPrefix(p.Key, "merchants[") {
-			fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
-			who := fmt.Sprintf("#%d", i+1)
-			if g := c.Merchants[i].GoID; g > 0 {
-				who = strconv.FormatInt(g, 10)
-			}
-			msg = "merchant " + who + ": " + msg
-		}
+		msg := merchantMessage(*c, p)
 		if p.Key != "public_url" || c.PublicURL != "" { // the listen address stands in on the sandbox; a gateway needs it (below)
 			errs = append(errs, errors.New(msg+names(p.Key)))
 		}
@@ -210,6 +210,8 @@ func (c *Config) validate() error {
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},
 		{when(c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0, "timeouts must not be negative (0: none)"), "read_timeout write_timeout idle_timeout"},
 		{when(c.PurgeInterval < 0, "purge interval must not be negative (0: never purge)"), "purge_interval"},
+		{when(c.UsageFlushInterval < 0 || c.UsageFlushInterval > 0 && c.UsageFlushInterval < time.Second,
+			"usage flush interval %v must be 0 (no usage record) or at least 1s", c.UsageFlushInterval), "usage_flush_interval"},
 		{when(c.RESTTimeout <= 0, "REST timeout must be positive"), "rest_timeout"},
 		// After a reply lost at the deadline, reconciliation may take one more
 		// REST timeout: the answer must still be written before the write
@@ -249,6 +251,21 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.checkSandboxChoice()...)
 	return errors.Join(errs...)
+}
+
+// merchantMessage is the message of a core problem, prefixed with the
+// merchant it is about ("merchant 8123456789: …", "merchant #2: …").
+func merchantMessage(c Config, p operations.Problem) string {
+	i := 0
+	if !strings.HasPrefix(p.Key, "merchants[") {
+		return p.Msg
+	}
+	fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
+	who := fmt.Sprintf("#%d", i+1)
+	if i < len(c.Merchants) && c.Merchants[i].GoID > 0 {
+		who = strconv.FormatInt(c.Merchants[i].GoID, 10)
+	}
+	return "merchant " + who + ": " + p.Msg
 }
 
 // when is the problem format describes if cond holds, else "".

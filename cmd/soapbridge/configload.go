@@ -281,6 +281,8 @@ func printUsage(w io.Writer) {
        soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)
        soapbridge migrate [flags]      apply the database schema's pending migrations and say which (check only reads)
        soapbridge version              print the version, the VCS revision and the Go version (also -version)
+       soapbridge report [-goid N] [-since DURATION] [-format text|json|html] [flags]
+                                       the migration report: what each merchant still uses of SOAP V2 and its REST equivalent
 
 Serves the legacy EPaymentServiceV2 SOAP interface over the payment gateway's REST interface.
 Precedence: defaults < config file < environment < flags.

@@ -434,7 +434,7 @@ func TestFlowsNotificationSurvivesKill(t *testing.T) {
 	n := shop.waitNotification(t, id)
 	assert.Equal(t, "KILL-1", n.Get("orderNumber"))
 	require.Eventually(t, func() bool {
-		r, err := http.Get(b2.URL + web.PathOutboxCounts)
+		r, err := http.Get(b2.AdminURL + "/outbox")
 		if err != nil {
 			return false
 		}

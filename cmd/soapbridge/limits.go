@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/metrics"
 )
 
 // capListener caps the open connections in all and per client address.
@@ -101,6 +102,14 @@ func (l *capListener) admit(ip string) string {
 		l.perIP[ip]++
 	}
 	return ""
+}
+
+// stats are the open connections, the total cap and the refusals so far
+// (metrics, readiness).
+func (l *capListener) stats() metrics.ConnStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return metrics.ConnStats{Open: l.total, Max: l.maxTotal, Refused: l.refused.Load()}
 }
 
 func (l *capListener) release(ip string) {

@@ -50,7 +50,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soapbridge:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -62,6 +62,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if handled, err := subcommand(ctx, args, getenv, stdout); handled {
 		return err
 	}
+	// SIGHUP reloads (reload.go); caught from here on, so that it never
+	// ends the process as its default action would.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(args, getenv)
 	if answered(err, stdout) {
 		return nil
@@ -94,13 +99,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	closers = append(closers, func() { ln.Close() })
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, proxies, log.Named("http"))
+	conns := connStatsOf(ln)
+	ready := newReadiness(conns)
 
 	gatewayURL := cfg.GatewayURL
+	var embedded *sandboxServer
 	if gatewayURL == "" {
 		sb, err := startSandbox(cfg, log)
 		if err != nil {
 			return err
 		}
+		embedded = sb
 		closers = append(closers, func() { sb.stop(cfg.ShutdownTimeout) })
 		gatewayURL = sb.url + "/api"
 		for _, w := range cfg.sandboxWarnings() {
@@ -134,11 +143,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			log.Warn("closing the store", zap.Error(err))
 		}
 	})
+	// The usage record flushes its last sums after the server has drained
+	// and before the store closes (closers run in reverse order).
+	us, err := usageOf(st)
+	if err != nil {
+		return err
+	}
+	configured := newGoidSet(goidsOf(cfg.Merchants))
+	rec, stopUsage, err := startUsage(cfg, us, configured, log.Named("usage"))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopUsage)
 
 	// Metrics: the core and the REST client are fed through their
 	// observer hooks; the store is timed by a wrapper.
-	met := metrics.New(wsdl.OperationNames(), goidsOf(cfg.Merchants), st)
+	met := metrics.New(metrics.Options{Operations: wsdl.OperationNames(), GoIDs: goidsOf(cfg.Merchants),
+		MerchantLabels: cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
+	if conns != nil {
+		met.SetConnections(conns)
+	}
 	st = met.Store(st)
+	if rec != nil {
+		met.LegacyLastCall(rec.LastCalls)
+	}
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
 		// Export failures as JSON lines, not OpenTelemetry's plain text.
@@ -182,6 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}},
 		OnBadSignature:    met.BadSignature,
 		OnUnmappedChannel: met.UnmappedChannel,
+		Usage:             rec,
 		CallDeadline:      cfg.CallDeadline,
 		Store:             st,
 		Logger:            log.Named("operations"),
@@ -192,13 +221,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	guard, err := newGuard(cfg, proxies, met, log)
+	guard := &guardHolder{}
+	g, err := newGuard(cfg, proxies, met, log)
 	if err != nil {
 		return err
 	}
-	if stopSharing := shareRates(ctx, cfg, guard, rawStore, log.Named("access")); stopSharing != nil {
-		closers = append(closers, stopSharing)
-	}
+	sharing, stopSharing := startRateSharing(ctx, cfg, rawStore, guard.g.Load, log.Named("access"))
+	sharing.adopt(ctx, g)
+	guard.g.Store(g)
+	closers = append(closers, stopSharing)
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
 		Observer:         met,
@@ -206,6 +237,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
 		Limits:           soapenc.Limits{MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth, MaxRefs: cfg.MaxRefs},
+		Usage:            rec,
 	})
 	if err != nil {
 		return err
@@ -219,7 +251,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	rest.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	web.New(svc, log.Named("operations")).Register(rest)
+	web.New(svc, log.Named("operations")).WithUsage(rec).Register(rest)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup
@@ -236,16 +268,51 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, log.Named("admin"))
+		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
+		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, pages, log.Named("admin"))
 		if err != nil {
 			return err
 		}
 		closers = append(closers, stopAdmin)
 	}
 
+	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(next Config) error {
+		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			return coreProblems(next, ps)
+		}
+		g, err := newGuard(next, proxies, met, log)
+		if err != nil {
+			return err // validated: not expected
+		}
+		sharing.adopt(context.WithoutCancel(ctx), g) // its share of each rate before it serves
+		guard.g.Store(g)
+		if embedded != nil {
+			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
+		}
+		met.SetMerchants(goidsOf(next.Merchants))
+		configured.set(goidsOf(next.Merchants))
+		return nil
+	}, counted: met.ConfigReloaded}
+	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
+	closers = append(closers, stopReloads)
+	go func() {
+		for {
+			select {
+			case <-reloadCtx.Done():
+				return
+			case <-hup:
+				rl.reload("SIGHUP") //nolint:errcheck // logged and counted
+			}
+		}
+	}()
+	if cfg.WatchConfig && cfg.ConfigFile != "" {
+		go rl.watch(reloadCtx)
+	}
+
 	srv := newHTTPServer(cfg, e, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	ready.serving()
 
 	log.Info("listening",
 		zap.Duration("call_deadline", cfg.CallDeadline),
@@ -272,6 +339,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	ready.draining()
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -280,27 +348,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// startAdmin serves the admin listener until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, log *zap.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", cfg.AdminListen)
-	if err != nil {
-		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
-	}
-	srv := &http.Server{
-		Handler:           newAdminHandler(cfg, met, st, gatewayURL, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          zap.NewStdLog(log),
-	}
-	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at stop
-	log.Info("admin listening", zap.String("addr", ln.Addr().String()))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}, nil
 }
 
 func goidsOf(ms []Merchant) []int64 {
@@ -364,10 +411,7 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded sandbox: listen %s: %w", cfg.SandboxListen, err)
 	}
-	ms := make([]sandbox.Merchant, len(cfg.Merchants))
-	for i, m := range cfg.Merchants {
-		ms[i] = sandbox.Merchant{Account: m.Account}
-	}
+	ms := sandboxMerchants(cfg.Merchants)
 	slog := log.Named("sandbox")
 	if err := checkStateDir(cfg.SandboxState); err != nil {
 		ln.Close()
@@ -399,6 +443,16 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 	slog.Info("embedded sandbox gateway started", zap.String("addr", ln.Addr().String()), zap.String("url", sb.url),
 		zap.String("state_file", cfg.SandboxState))
 	return sb, nil
+}
+
+// sandboxMerchants are the registrations of the bridge's merchants at the
+// embedded sandbox.
+func sandboxMerchants(ms []Merchant) []sandbox.Merchant {
+	out := make([]sandbox.Merchant, len(ms))
+	for i, m := range ms {
+		out[i] = sandbox.Merchant{Account: m.Account}
+	}
+	return out
 }
 
 // checkStateDir fails at start, rather than at the first payment, when the

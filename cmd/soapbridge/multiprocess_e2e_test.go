@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/internal/testenv"
-	"github.com/legacybridge/soapbridge/operations/web"
 )
 
 // TestTwoBridgesOnePostgres: two bridge processes share one PostgreSQL and
@@ -67,7 +66,7 @@ func TestTwoBridgesOnePostgres(t *testing.T) {
 	total := 0
 	deadline := time.After(60 * time.Second)
 	for {
-		c := outboxCounts(t, bridges[0].URL)
+		c := outboxCounts(t, bridges[0])
 		if c["pending"] == 0 && len(received) == n && total == c["delivered"] {
 			require.Zero(t, c["dead"])
 			break
@@ -90,7 +89,7 @@ func TestTwoBridgesOnePostgres(t *testing.T) {
 	for _, id := range ids {
 		assert.GreaterOrEqual(t, received[id], 1, "payment %s never announced", id)
 	}
-	assert.Equal(t, outboxCounts(t, bridges[0].URL), outboxCounts(t, bridges[1].URL), "both processes see one outbox")
+	assert.Equal(t, outboxCounts(t, bridges[0]), outboxCounts(t, bridges[1]), "both processes see one outbox")
 	for i, b := range bridges {
 		assert.Contains(t, b.log.String(), "notification delivered", "bridge %d delivered nothing", i)
 	}
@@ -99,9 +98,10 @@ func TestTwoBridgesOnePostgres(t *testing.T) {
 	assert.True(t, strings.HasPrefix(flowText(doc, "productName"), "Čajová konvice"), "the session is shared")
 }
 
-func outboxCounts(t *testing.T, bridge string) map[string]int {
+// outboxCounts reads the shared outbox's counts from b's admin listener.
+func outboxCounts(t *testing.T, b *bridgeProc) map[string]int {
 	t.Helper()
-	resp, err := http.Get(bridge + web.PathOutboxCounts)
+	resp, err := http.Get(b.AdminURL + "/outbox")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var c map[string]int

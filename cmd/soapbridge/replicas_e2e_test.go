@@ -454,7 +454,7 @@ func TestThreeReplicasBehindHAProxy(t *testing.T) {
 	// once, the paid payments' included, though a replica died. (A
 	// replica killed holding a claimed row leaves a 2-minute lease: the
 	// wait allows for it.)
-	survivor := replicas[0].URL
+	survivor := replicas[0]
 	received := map[string]int{}
 	deadline := time.After(150 * time.Second)
 	for {

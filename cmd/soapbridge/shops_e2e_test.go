@@ -179,7 +179,8 @@ func TestPHPHistoricChannels(t *testing.T) {
 	assert.Empty(t, p.Payer.AllowedPaymentInstruments, "no restriction: the merchant's enabled methods")
 
 	metrics := getText(t, b.AdminURL+"/metrics")
-	assert.Contains(t, metrics, `soapbridge_unmapped_payment_channels_total{code="eu_mb_w",merchant="`+demoGoID+`",outcome="use_enabled"} 1`)
+	assert.Contains(t, metrics, `soapbridge_unmapped_payment_channels_total{code="eu_mb_w",outcome="use_enabled"} 1`)
+	assert.Contains(t, metrics, `soapbridge_merchant_unmapped_payment_channels_total{goid="`+demoGoID+`"} 1`)
 	assert.NotContains(t, metrics, `code="cz_ge"`, "codes of earlier years with an equivalent are not unmapped")
 	var line string
 	for _, l := range strings.Split(b.log.String(), "\n") {

@@ -1,11 +1,14 @@
 // Package kubernetes_test checks the Kustomize base offline: every manifest
 // decodes strictly into the Kubernetes API types of k8s.io/api (an unknown
 // or misspelt field fails, as `kubectl apply --validate=strict` would), the
-// ServiceMonitor into a reviewed subset of the Prometheus Operator's type,
-// and the objects fit together (selectors, ports, probes, grace period).
+// ServiceMonitor and the PrometheusRule into reviewed subsets of the
+// Prometheus Operator's types, and the objects fit together (selectors,
+// ports, probes, grace period, the generated ConfigMap and Secret, the
+// metrics the alerts name).
 package kubernetes_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -31,14 +34,33 @@ import (
 // kustomization is the part of kustomize's Kustomization this base uses;
 // anything else in the file is an error (strict decoding).
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
-	Images     []struct {
+	APIVersion         string      `json:"apiVersion"`
+	Kind               string      `json:"kind"`
+	Resources          []string    `json:"resources"`
+	ConfigMapGenerator []generator `json:"configMapGenerator"`
+	SecretGenerator    []generator `json:"secretGenerator"`
+	GeneratorOptions   *struct {
+		Labels                map[string]string `json:"labels,omitempty"`
+		DisableNameSuffixHash bool              `json:"disableNameSuffixHash,omitempty"`
+	} `json:"generatorOptions,omitempty"`
+	Images []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
 	} `json:"images,omitempty"`
+}
+
+// generator is a configMapGenerator or secretGenerator entry (the fields
+// of kustomize's GeneratorArgs this base uses).
+type generator struct {
+	Name     string   `json:"name"`
+	Behavior string   `json:"behavior,omitempty"`
+	Envs     []string `json:"envs,omitempty"`
+	Files    []string `json:"files,omitempty"`
+	Literals []string `json:"literals,omitempty"`
+	Options  *struct {
+		DisableNameSuffixHash bool `json:"disableNameSuffixHash,omitempty"`
+	} `json:"options,omitempty"`
 }
 
 // serviceMonitor is the subset of monitoring.coreos.com/v1 ServiceMonitor
@@ -75,6 +97,8 @@ func newObject(apiVersion, kind string) (any, error) {
 		return &networkingv1.NetworkPolicy{}, nil
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &serviceMonitor{}, nil
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &prometheusRule{}, nil
 	}
 	return nil, fmt.Errorf("no type known for %s %s", apiVersion, kind)
 }
@@ -137,6 +161,8 @@ func objectMeta(obj any) metav1.ObjectMeta {
 	switch o := obj.(type) {
 	case *serviceMonitor:
 		return o.Metadata
+	case *prometheusRule:
+		return o.Metadata
 	case metav1.Object:
 		return metav1.ObjectMeta{Name: o.GetName(), Labels: o.GetLabels()}
 	}
@@ -159,9 +185,9 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 	_, err = decode(raw)
 	require.NoError(t, err)
 	for name, mutated := range map[string]string{
-		"misspelt":       strings.Replace(string(raw), "replicas: 2", "replica: 2", 1),
+		"misspelt":       strings.Replace(string(raw), "revisionHistoryLimit: 5", "revisionHistoryLimt: 5", 1),
 		"wrong level":    strings.Replace(string(raw), "      automountServiceAccountToken: false", "      automountServiceAccountToken: false\n      readOnlyRootFilesystem: true", 1),
-		"duplicate key":  strings.Replace(string(raw), "replicas: 2", "replicas: 2\n  replicas: 3", 1),
+		"duplicate key":  strings.Replace(string(raw), "revisionHistoryLimit: 5", "revisionHistoryLimit: 5\n  revisionHistoryLimit: 3", 1),
 		"unknown kind":   strings.Replace(string(raw), "kind: Deployment", "kind: Deploymnet", 1),
 		"bad quantities": strings.Replace(string(raw), "memory: 320Mi", "memory: 320 MB", 1),
 	} {
@@ -219,8 +245,6 @@ func selects(sel map[string]string, labels map[string]string) bool {
 func TestDeployment(t *testing.T) {
 	b := loadBase(t)
 	d := get[*appsv1.Deployment](t, b, "soapbridge")
-	require.NotNil(t, d.Spec.Replicas)
-	assert.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "at least two replicas")
 	pod := d.Spec.Template
 	assert.True(t, selects(d.Spec.Selector.MatchLabels, pod.Labels), "the selector matches the pods")
 	require.Len(t, pod.Spec.Containers, 1)
@@ -273,13 +297,8 @@ func TestDeployment(t *testing.T) {
 			assert.NotContains(t, e.Name, secret, "merchants come from the Secret's file, not plain variables")
 		}
 	}
-	cm := get[*corev1.ConfigMap](t, b, "soapbridge")
-	for k := range cm.Data {
-		assert.True(t, strings.HasPrefix(k, "SOAPBRIDGE_"), "the ConfigMap holds settings only: %s", k)
-		assert.NotContains(t, []string{"SOAPBRIDGE_DATABASE", "SOAPBRIDGE_CLIENT_SECRET", "SOAPBRIDGE_SECURE_KEY"}, k)
-	}
 	require.Len(t, c.EnvFrom, 1)
-	assert.Equal(t, cm.Name, c.EnvFrom[0].ConfigMapRef.Name)
+	require.NotNil(t, c.EnvFrom[0].ConfigMapRef)
 
 	// Graceful termination outlasts the preStop pause, the shutdown
 	// timeout and a call started at its last moment.
@@ -375,17 +394,124 @@ func TestDisruptionAndScaling(t *testing.T) {
 	pdb := get[*policyv1.PodDisruptionBudget](t, b, "soapbridge")
 	require.NotNil(t, pdb.Spec.Selector)
 	assert.True(t, selects(pdb.Spec.Selector.MatchLabels, d.Spec.Template.Labels))
-	require.NotNil(t, pdb.Spec.MaxUnavailable)
-	assert.Less(t, pdb.Spec.MaxUnavailable.IntValue(), int(*d.Spec.Replicas), "a drain leaves a replica serving")
-
 	hpa := get[*autoscalingv2.HorizontalPodAutoscaler](t, b, "soapbridge")
 	assert.Equal(t, "Deployment", hpa.Spec.ScaleTargetRef.Kind)
 	assert.Equal(t, d.Name, hpa.Spec.ScaleTargetRef.Name)
 	require.NotNil(t, hpa.Spec.MinReplicas)
 	assert.GreaterOrEqual(t, *hpa.Spec.MinReplicas, int32(2))
-	assert.Equal(t, *d.Spec.Replicas, *hpa.Spec.MinReplicas, "an apply never scales below the autoscaler's minimum")
 	assert.Greater(t, hpa.Spec.MaxReplicas, *hpa.Spec.MinReplicas)
+	// The autoscaler alone sets the count: a replicas field beside it
+	// would reset the count at every apply.
+	assert.Nil(t, d.Spec.Replicas, "no replicas field beside the HorizontalPodAutoscaler")
+	raw, err := os.ReadFile("deployment.yaml")
+	require.NoError(t, err)
+	assert.NotRegexp(t, `(?m)^\s*replicas:`, string(raw))
+
+	require.NotNil(t, pdb.Spec.MaxUnavailable)
+	assert.Less(t, pdb.Spec.MaxUnavailable.IntValue(), int(*hpa.Spec.MinReplicas), "a drain leaves a replica serving")
 	require.NotEmpty(t, hpa.Spec.Metrics)
 	_, hasCPURequest := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 	assert.True(t, hasCPURequest, "CPU utilization needs a CPU request")
+}
+
+// envFile reads a Kustomize env file: KEY=VALUE lines, # comments.
+func envFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		require.True(t, ok, "%s: %q is not KEY=VALUE", path, line)
+		require.NotContains(t, out, k, "%s: %s twice", path, k)
+		out[k] = v
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestGeneratedConfigMapAndSecret: the ConfigMap and the Secret are
+// generated with a content hash in their names (so an edit rolls the
+// pods), the Deployment refers to them by the generators' names (Kustomize
+// rewrites those to the hashed ones), and the Secret's sources are never
+// committed.
+func TestGeneratedConfigMapAndSecret(t *testing.T) {
+	b := loadBase(t)
+	for _, obj := range b.objects {
+		switch obj.(type) {
+		case *corev1.ConfigMap, *corev1.Secret:
+			t.Errorf("%T as a plain resource: an edit would not roll the pods; use a generator", obj)
+		}
+	}
+	if o := b.k.GeneratorOptions; o != nil {
+		assert.False(t, o.DisableNameSuffixHash, "the hash is what rolls the pods")
+	}
+	require.Len(t, b.k.ConfigMapGenerator, 1)
+	require.Len(t, b.k.SecretGenerator, 1)
+	cmg, sg := b.k.ConfigMapGenerator[0], b.k.SecretGenerator[0]
+	for _, g := range []generator{cmg, sg} {
+		if g.Options != nil {
+			assert.False(t, g.Options.DisableNameSuffixHash, g.Name)
+		}
+		assert.Empty(t, g.Behavior, "the base creates; overlays merge or replace")
+	}
+
+	d := get[*appsv1.Deployment](t, b, "soapbridge")
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, cmg.Name, c.EnvFrom[0].ConfigMapRef.Name)
+
+	// The settings: SOAPBRIDGE_ variables, no secret among them.
+	require.Equal(t, []string{"soapbridge.env"}, cmg.Envs)
+	assert.Empty(t, cmg.Files)
+	assert.Empty(t, cmg.Literals)
+	settings := envFile(t, "soapbridge.env")
+	require.NotEmpty(t, settings)
+	for k := range settings {
+		assert.True(t, strings.HasPrefix(k, "SOAPBRIDGE_"), "the ConfigMap holds settings only: %s", k)
+		assert.NotContains(t, []string{"SOAPBRIDGE_DATABASE", "SOAPBRIDGE_CLIENT_SECRET", "SOAPBRIDGE_SECURE_KEY", "SOAPBRIDGE_BASIC_PASSWORD"}, k)
+		_, inline := env(c, k)
+		assert.False(t, inline, "%s is set in both the ConfigMap and the Deployment", k)
+	}
+
+	// The Secret: every key the Deployment reads comes from a source under
+	// secrets/, which git ignores.
+	keys := map[string]string{} // key → source
+	for _, f := range sg.Files {
+		k, src, ok := strings.Cut(f, "=")
+		require.True(t, ok, "secretGenerator files entry %q names its key", f)
+		keys[k] = src
+	}
+	for _, e := range sg.Envs {
+		keys["(env file)"] = e
+	}
+	assert.Empty(t, sg.Literals, "no secret value in the repository")
+	for k, src := range keys {
+		assert.True(t, strings.HasPrefix(src, "secrets/"), "%s comes from %s, outside secrets/", k, src)
+	}
+	ignore, err := os.ReadFile("secrets/.gitignore")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^\*$`, string(ignore), "secrets/ is git-ignored")
+	dsn, ok := env(c, "SOAPBRIDGE_DATABASE")
+	require.True(t, ok)
+	require.NotNil(t, dsn.ValueFrom.SecretKeyRef)
+	assert.Equal(t, sg.Name, dsn.ValueFrom.SecretKeyRef.Name)
+	assert.Equal(t, "database", dsn.ValueFrom.SecretKeyRef.Key)
+	assert.Equal(t, []string{"secrets/database.env"}, sg.Envs, "the database key comes from an env file (no trailing newline in the DSN)")
+	var mounted bool
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			assert.Equal(t, sg.Name, v.Secret.SecretName)
+			for _, it := range v.Secret.Items {
+				assert.Contains(t, keys, it.Key, "the Secret has the key %s the volume mounts", it.Key)
+				mounted = true
+			}
+		}
+	}
+	assert.True(t, mounted, "the merchants' file is mounted from the Secret")
 }

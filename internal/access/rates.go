@@ -137,23 +137,6 @@ func (g *Guard) ShareRates(ctx context.Context, board RateBoard) error {
 	return nil
 }
 
-// RunRateSharing calls ShareRates every ShareInterval until ctx ends,
-// telling onErr of each failure (the shares then stay as they were).
-func (g *Guard) RunRateSharing(ctx context.Context, board RateBoard, onErr func(error)) {
-	t := time.NewTicker(ShareInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := g.ShareRates(ctx, board); err != nil && ctx.Err() == nil {
-			onErr(err)
-		}
-	}
-}
-
 // RateShare is the part of goid's rate this replica enforces now (1 for
 // a merchant without a limit or before any sharing).
 func (g *Guard) RateShare(goid int64) float64 {

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 )
 
 func TestRecentFailuresKeepsTheLastN(t *testing.T) {
-	m := New([]string{"paymentStatus"}, []int64{1}, nil)
+	m := New(Options{Operations: []string{"paymentStatus"}, GoIDs: []int64{1}})
 	assert.Empty(t, m.RecentFailures())
 	for i := range maxFailures + 5 {
 		m.OutboxFailed(OutboxFailure{PaymentID: int64(i), Target: "http://shop", Status: "HTTP 503"})
@@ -23,33 +22,44 @@ func TestRecentFailuresKeepsTheLastN(t *testing.T) {
 }
 
 func TestBadSignatureLabelsStayBounded(t *testing.T) {
-	m := New([]string{"paymentStatus"}, []int64{1}, nil)
+	m := New(Options{Operations: []string{"paymentStatus"}, GoIDs: []int64{1}, MerchantLabels: true})
 	m.BadSignature("paymentStatus", 1)
 	m.BadSignature("paymentStatus", 1)
 	for g := range int64(50) {
 		m.BadSignature("paymentStatus", 1000+g) // unconfigured goids
 	}
-	want := fmt.Sprintf(`
-# HELP soapbridge_signature_failures_total %s
+	m.BadSignature("noSuchOperation", 1)
+	want := `
+# HELP soapbridge_signature_failures_total SOAP calls refused because their encryptedSignature does not verify, by operation.
 # TYPE soapbridge_signature_failures_total counter
-soapbridge_signature_failures_total{merchant="1",operation="paymentStatus"} 2
-soapbridge_signature_failures_total{merchant="other",operation="paymentStatus"} 50
-`, "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant.")
-	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_signature_failures_total"))
+soapbridge_signature_failures_total{operation="paymentStatus"} 52
+soapbridge_signature_failures_total{operation="unknown"} 1
+# HELP soapbridge_merchant_signature_failures_total SOAP calls refused because their encryptedSignature does not verify, by merchant (goid).
+# TYPE soapbridge_merchant_signature_failures_total counter
+soapbridge_merchant_signature_failures_total{goid="1"} 3
+soapbridge_merchant_signature_failures_total{goid="other"} 50
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
+		"soapbridge_signature_failures_total", "soapbridge_merchant_signature_failures_total"))
 }
 
 func TestUnmappedChannelLabelsStayBounded(t *testing.T) {
-	m := New(nil, []int64{1}, nil)
+	m := New(Options{GoIDs: []int64{1}, MerchantLabels: true})
 	m.UnmappedChannel(1, "eu_mb_w", "use_enabled")
 	m.UnmappedChannel(1, "unknown", "dropped")
 	m.UnmappedChannel(1, "unknown", "dropped")
 	m.UnmappedChannel(77, "eu_mb_w", "refused") // an unconfigured goid
-	want := fmt.Sprintf(`
-# HELP soapbridge_unmapped_payment_channels_total %s
+	want := `
+# HELP soapbridge_unmapped_payment_channels_total paymentChannels and defaultPaymentChannel codes without a REST equivalent, by code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused).
 # TYPE soapbridge_unmapped_payment_channels_total counter
-soapbridge_unmapped_payment_channels_total{code="eu_mb_w",merchant="1",outcome="use_enabled"} 1
-soapbridge_unmapped_payment_channels_total{code="eu_mb_w",merchant="other",outcome="refused"} 1
-soapbridge_unmapped_payment_channels_total{code="unknown",merchant="1",outcome="dropped"} 2
-`, "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant, code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused).")
-	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_unmapped_payment_channels_total"))
+soapbridge_unmapped_payment_channels_total{code="eu_mb_w",outcome="refused"} 1
+soapbridge_unmapped_payment_channels_total{code="eu_mb_w",outcome="use_enabled"} 1
+soapbridge_unmapped_payment_channels_total{code="unknown",outcome="dropped"} 2
+# HELP soapbridge_merchant_unmapped_payment_channels_total paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant (goid).
+# TYPE soapbridge_merchant_unmapped_payment_channels_total counter
+soapbridge_merchant_unmapped_payment_channels_total{goid="1"} 3
+soapbridge_merchant_unmapped_payment_channels_total{goid="other"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "soapbridge_unmapped_payment_channels_total",
+		"soapbridge_merchant_unmapped_payment_channels_total"))
 }

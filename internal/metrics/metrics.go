@@ -5,27 +5,51 @@
 // Metrics implements, so they stay free of a metrics library and tests of
 // the core need none.
 //
-// The SOAP hot path (touch at >10k calls/s) looks its counter and
-// histogram up in a map built at start, keyed by a comparable struct: no
-// label formatting and no allocation per call.
+// Two rules keep the exposition useful when it is needed most and cheap
+// when there are many merchants:
+//   - A scrape never touches a dependency. What comes from the shared store
+//     (outbox and ledger backlogs) and the dependencies' health are pushed
+//     in by background probes (SetStoreCounts, SetDependencyUp) and served
+//     from memory, with their age; a database outage shows as
+//     soapbridge_dependency_up{dependency="store"} 0, not as a failed scrape.
+//   - Per-merchant series are few (MerchantSeriesMax per merchant) and can be
+//     turned off: the per-operation series carry no merchant label.
+//
+// The SOAP hot path (touch at >10k calls/s) looks its counters up in a map
+// built at start, keyed by a comparable struct: no label formatting and no
+// allocation per call.
 package metrics
 
 import (
-	"context"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/legacybridge/soapbridge/store"
 )
 
 // Results of a SOAP call (soapapi.Result* values).
 var results = []string{"ok", "client_fault", "server_fault", "denied", "rate_limited"}
+
+// MerchantSeriesMax is the most counter series one configured merchant adds
+// to a replica's exposition (with merchant labels on): a calls counter per
+// result, a signature-failures counter and an unmapped-channels counter.
+// The usage record's last-call gauge adds one more once the merchant has
+// called. Held by a test.
+const MerchantSeriesMax = 7
+
+// Goid stand-ins in the call map: a call without a goid (touch,
+// paymentMethodList, an unreadable request), and a goid no merchant has.
+const (
+	noGoID    = 0
+	otherGoID = -1
+)
 
 type callKey struct {
 	op     string
@@ -33,10 +57,12 @@ type callKey struct {
 	result string
 }
 
+// callChild is everything one call updates, resolved at start.
 type callChild struct {
-	count   prometheus.Counter
-	latency prometheus.Observer
-	n       *atomic.Int64 // for the status page, without reading prometheus back
+	count    prometheus.Counter  // by operation and result
+	latency  prometheus.Observer // by operation
+	merchant prometheus.Counter  // by goid and result; nil: no goid or merchant labels off
+	n        *atomic.Int64       // by operation and goid, for the status page
 }
 
 type gwKey struct {
@@ -49,47 +75,127 @@ type gwChild struct {
 	latency prometheus.Observer
 }
 
+// Options are what New needs to know of the bridge.
+type Options struct {
+	// Operations are the legacy operation names; calls of another name
+	// count as "unknown".
+	Operations []string
+	// GoIDs are the configured merchants; a call for another goid counts
+	// as merchant "other", so a client cannot grow the label set.
+	GoIDs []int64
+	// MerchantLabels adds the per-merchant series (a goid label). Off, no
+	// series grows with the number of merchants.
+	MerchantLabels bool
+	// Build is reported by soapbridge_build_info.
+	Build Build
+}
+
+// Build identifies the running binary.
+type Build struct {
+	Version   string // the module version, "(devel)" for a local build
+	Revision  string // VCS revision, "-dirty" appended for a modified tree; "unknown" when not stamped
+	GoVersion string
+}
+
+// ReadBuild is the Build of the running binary, from its embedded build
+// information.
+func ReadBuild() Build {
+	b := Build{Version: "unknown", Revision: "unknown", GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if bi.Main.Version != "" {
+		b.Version = bi.Main.Version
+	}
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && b.Revision != "unknown" {
+		b.Revision += "-dirty"
+	}
+	return b
+}
+
 // Metrics is the bridge's registry and the observers that feed it.
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	calls     map[callKey]callChild // read-only after New
-	soapCalls *prometheus.CounterVec
-	soapLat   *prometheus.HistogramVec
-	goids     map[int64]bool
+	// per holds what is resolved per merchant; SetMerchants (a reload)
+	// replaces it whole, so the hot path reads it without a lock.
+	per      atomic.Pointer[perMerchant]
+	labelled bool // merchant labels on
+	ops      []string
+	vecs     merchantVecs
 
 	gwCalls *prometheus.CounterVec
 	gwLat   *prometheus.HistogramVec
 	gwMu    sync.RWMutex
 	gw      map[gwKey]gwChild
 
-	tokens   prometheus.Counter
-	attempts *prometheus.CounterVec
-	storeLat *prometheus.HistogramVec
-	outcomes [3]atomic.Int64 // delivered, retry, dead: for the status page
-	badSigs  *prometheus.CounterVec
-	channels *prometheus.CounterVec
-	logins   *prometheus.CounterVec // auth.go
+	tokens      prometheus.Counter
+	attempts    *prometheus.CounterVec
+	storeLat    *prometheus.HistogramVec
+	outcomes    [3]atomic.Int64 // delivered, retry, dead: for the status page
+	sigByOp     map[string]prometheus.Counter
+	unmapped    *prometheus.CounterVec
+	reloads     *prometheus.CounterVec
+	dependency  *prometheus.GaugeVec
+	ready       atomic.Pointer[func() bool]
+	connections atomic.Pointer[func() ConnStats]
+	counts      *storeCounts
+	logins      *prometheus.CounterVec // auth.go
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
 }
 
+// perMerchant is what the hot path resolves per merchant.
+type perMerchant struct {
+	goids     map[int64]bool
+	calls     map[callKey]callChild
+	sigByGoID map[int64]prometheus.Counter // nil with merchant labels off
+	unmapped  map[int64]prometheus.Counter // nil with merchant labels off
+}
+
+// merchantVecs are the vectors the per-merchant children come from.
+type merchantVecs struct {
+	soapCalls               *prometheus.CounterVec
+	soapLat                 *prometheus.HistogramVec
+	byGoID, sigGoID, chanGo *prometheus.CounterVec // nil with merchant labels off
+}
+
 var outcomeNames = [3]string{"delivered", "retry", "dead"}
 
-// New registers every metric for the operations ops and the merchants
-// goids. Calls for another goid count under merchant "other", so a client
-// cannot grow the label set.
-func New(ops []string, goids []int64, st store.Store) *Metrics {
-	m := &Metrics{Registry: prometheus.NewRegistry(), goids: map[int64]bool{}, gw: map[gwKey]gwChild{}}
+// Dependencies reported by soapbridge_dependency_up.
+const (
+	DependencyGateway = "gateway"
+	DependencyStore   = "store"
+)
+
+// New registers every metric of the bridge described by o.
+func New(o Options) *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry(), gw: map[gwKey]gwChild{}, labelled: o.MerchantLabels,
+		ops: append(append([]string(nil), o.Operations...), "unknown")}
 	r := m.Registry
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.soapCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_soap_calls_total",
-		Help: "SOAP calls by legacy operation, merchant (goid) and result."}, []string{"operation", "merchant", "result"})
-	m.soapLat = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "soapbridge_soap_call_duration_seconds",
-		Help:    "Time from reading a SOAP call to its reply being decided.",
+
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soapbridge_build_info",
+		Help: "Always 1; the labels identify the running binary."}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(o.Build.Version, o.Build.Revision, o.Build.GoVersion).Set(1)
+
+	soapCalls := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_soap_calls_total",
+		Help: "SOAP calls by legacy operation and result."}, []string{"operation", "result"})
+	soapLat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "soapbridge_soap_call_duration_seconds",
+		Help:    "Time from reading a SOAP call to its reply being decided, any result, by legacy operation.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 25}},
-		[]string{"operation", "merchant", "result"})
+		[]string{"operation"})
 	m.gwCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_gateway_calls_total",
 		Help: "HTTP exchanges with the REST gateway by endpoint and status (0: no reply)."}, []string{"endpoint", "status"})
 	m.gwLat = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "soapbridge_gateway_call_duration_seconds",
@@ -100,73 +206,148 @@ func New(ops []string, goids []int64, st store.Store) *Metrics {
 		Help: "Notification delivery attempts by outcome (delivered, retry, dead)."}, []string{"outcome"})
 	m.storeLat = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "soapbridge_store_duration_seconds",
 		Help: "Duration of store operations.", Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}},
-		[]string{"op"})
-	m.badSigs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_signature_failures_total",
-		Help: "SOAP calls refused because their encryptedSignature does not verify, by operation and merchant."},
-		[]string{"operation", "merchant"})
-	m.channels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_unmapped_payment_channels_total",
-		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant, code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
-		[]string{"merchant", "code", "outcome"})
-	r.MustRegister(m.soapCalls, m.soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, m.badSigs, m.channels)
-	m.registerLogins()
-	if st != nil {
-		r.MustRegister(&outboxCollector{st: st})
-	}
-
-	m.calls = map[callKey]callChild{}
-	merchants := append([]int64{0, -1}, goids...) // 0: none (touch, unreadable), -1: other
-	for _, g := range goids {
-		m.goids[g] = true
-	}
-	for _, op := range append(ops, "unknown") {
-		for _, g := range merchants {
-			for _, res := range results {
-				l := prometheus.Labels{"operation": op, "merchant": merchantLabel(g), "result": res}
-				m.calls[callKey{op, g, res}] = callChild{count: m.soapCalls.With(l), latency: m.soapLat.With(l), n: new(atomic.Int64)}
-			}
+		[]string{"operation"})
+	sigs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_signature_failures_total",
+		Help: "SOAP calls refused because their encryptedSignature does not verify, by operation."}, []string{"operation"})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_config_reloads_total",
+		Help: "Configuration reloads by result (ok: in force; refused: the old configuration stays)."}, []string{"result"})
+	m.dependency = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soapbridge_dependency_up",
+		Help: "1 when the last background probe of the dependency (gateway, store) succeeded, else 0."}, []string{"dependency"})
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "soapbridge_ready",
+		Help: "1 when this replica's /readyz answers 200, else 0."}, func() float64 {
+		if f := m.ready.Load(); f != nil && (*f)() {
+			return 1
 		}
+		return 0
+	})
+	m.unmapped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_unmapped_payment_channels_total",
+		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
+		[]string{"code", "outcome"})
+	m.counts = newStoreCounts(o.Operations)
+	r.MustRegister(build, soapCalls, soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
+		m.reloads, m.dependency, ready, m.counts, connCollector{m})
+	m.registerLogins()
+
+	m.vecs = merchantVecs{soapCalls: soapCalls, soapLat: soapLat}
+	if o.MerchantLabels {
+		m.vecs.byGoID = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_merchant_soap_calls_total",
+			Help: "SOAP calls by merchant (goid; other: a goid no merchant has) and result."}, []string{"goid", "result"})
+		m.vecs.sigGoID = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_merchant_signature_failures_total",
+			Help: "SOAP calls refused because their encryptedSignature does not verify, by merchant (goid)."}, []string{"goid"})
+		m.vecs.chanGo = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_merchant_unmapped_payment_channels_total",
+			Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by merchant (goid)."}, []string{"goid"})
+		r.MustRegister(m.vecs.byGoID, m.vecs.sigGoID, m.vecs.chanGo)
 	}
-	for _, o := range []string{"delivered", "retry", "dead"} {
+	m.sigByOp = map[string]prometheus.Counter{}
+	for _, op := range m.ops {
+		m.sigByOp[op] = sigs.WithLabelValues(op)
+	}
+	m.SetMerchants(o.GoIDs)
+	for _, o := range outcomeNames {
 		m.attempts.WithLabelValues(o)
 	}
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("refused")
 	return m
 }
 
-func merchantLabel(g int64) string {
+// SetMerchants resolves the per-merchant series of goids (at start, and at
+// each reload): a new merchant gets its series, a removed one loses them,
+// the others keep their values.
+func (m *Metrics) SetMerchants(goids []int64) {
+	old := m.per.Load()
+	p := &perMerchant{goids: map[int64]bool{}, calls: map[callKey]callChild{}}
+	merchants := append([]int64{noGoID, otherGoID}, goids...)
+	for _, g := range goids {
+		p.goids[g] = true
+	}
+	if m.labelled {
+		p.sigByGoID, p.unmapped = map[int64]prometheus.Counter{}, map[int64]prometheus.Counter{}
+		for _, g := range merchants[1:] {
+			p.sigByGoID[g] = m.vecs.sigGoID.WithLabelValues(goidLabel(g))
+			p.unmapped[g] = m.vecs.chanGo.WithLabelValues(goidLabel(g))
+		}
+	}
+	for _, op := range m.ops {
+		lat := m.vecs.soapLat.WithLabelValues(op)
+		for _, g := range merchants {
+			n := new(atomic.Int64) // the status page's count, kept for a merchant already known
+			if old != nil {
+				if c, ok := old.calls[callKey{op, g, results[0]}]; ok {
+					n = c.n
+				}
+			}
+			for _, res := range results {
+				c := callChild{count: m.vecs.soapCalls.WithLabelValues(op, res), latency: lat, n: n}
+				if m.labelled && g != noGoID {
+					c.merchant = m.vecs.byGoID.WithLabelValues(goidLabel(g), res)
+				}
+				p.calls[callKey{op, g, res}] = c
+			}
+		}
+	}
+	m.per.Store(p)
+	if old == nil || !m.labelled {
+		return
+	}
+	for g := range old.goids {
+		if !p.goids[g] {
+			l := goidLabel(g)
+			m.vecs.sigGoID.DeleteLabelValues(l)
+			m.vecs.chanGo.DeleteLabelValues(l)
+			for _, res := range results {
+				m.vecs.byGoID.DeleteLabelValues(l, res)
+			}
+		}
+	}
+}
+
+func goidLabel(g int64) string {
 	switch g {
-	case 0:
+	case noGoID:
 		return "none"
-	case -1:
+	case otherGoID:
 		return "other"
 	}
 	return strconv.FormatInt(g, 10)
 }
 
+// goidKey maps a call's goid to the call map's keys.
+func (p *perMerchant) goidKey(goid int64) int64 {
+	if goid != noGoID && !p.goids[goid] {
+		return otherGoID
+	}
+	return goid
+}
+
 // ObserveCall implements soapapi.Observer.
 func (m *Metrics) ObserveCall(op string, goid int64, result string, d time.Duration) {
-	if goid != 0 && !m.goids[goid] {
-		goid = -1
-	}
-	c, ok := m.calls[callKey{op, goid, result}]
+	p := m.per.Load()
+	goid = p.goidKey(goid)
+	c, ok := p.calls[callKey{op, goid, result}]
 	if !ok {
-		c, ok = m.calls[callKey{"unknown", goid, result}]
+		c, ok = p.calls[callKey{"unknown", goid, result}]
 		if !ok {
 			return
 		}
 	}
 	c.count.Inc()
 	c.latency.Observe(d.Seconds())
+	if c.merchant != nil {
+		c.merchant.Inc()
+	}
 	c.n.Add(1)
 }
 
-// ObserveGateway implements restbackend.Observer.
+// ObserveGateway implements restbackend.Observer. Endpoint names are the
+// client's ("payment status"); the label value has "_" for spaces.
 func (m *Metrics) ObserveGateway(endpoint string, status int, d time.Duration) {
 	k := gwKey{endpoint, status}
 	m.gwMu.RLock()
 	c, ok := m.gw[k]
 	m.gwMu.RUnlock()
 	if !ok {
-		l := prometheus.Labels{"endpoint": endpoint, "status": strconv.Itoa(status)}
+		l := prometheus.Labels{"endpoint": strings.ReplaceAll(endpoint, " ", "_"), "status": strconv.Itoa(status)}
 		c = gwChild{count: m.gwCalls.With(l), latency: m.gwLat.With(l)}
 		m.gwMu.Lock()
 		m.gw[k] = c
@@ -183,21 +364,53 @@ func (m *Metrics) ObserveGateway(endpoint string, status int, d time.Duration) {
 // bounded: an operation comes from the core's own names, an unconfigured
 // goid counts as "other".
 func (m *Metrics) BadSignature(op string, goid int64) {
-	if goid != 0 && !m.goids[goid] {
-		goid = -1
+	c, ok := m.sigByOp[op]
+	if !ok {
+		c = m.sigByOp["unknown"]
 	}
-	m.badSigs.WithLabelValues(op, merchantLabel(goid)).Inc()
+	c.Inc()
+	if p := m.per.Load(); p.sigByGoID != nil {
+		if c, ok := p.sigByGoID[p.goidKey(goid)]; ok {
+			c.Inc()
+		}
+	}
 }
 
 // UnmappedChannel is operations.Config.OnUnmappedChannel. The core passes
-// the code as a bounded label (a legacy table code or "unknown") and one
-// of its few outcomes; an unconfigured goid counts as "other".
+// the code as a bounded label (a legacy table code or "unknown") and one of
+// its few outcomes; per merchant, one series counts them all.
 func (m *Metrics) UnmappedChannel(goid int64, code, outcome string) {
-	if goid != 0 && !m.goids[goid] {
-		goid = -1
+	m.unmapped.WithLabelValues(code, outcome).Inc()
+	if p := m.per.Load(); p.unmapped != nil {
+		if c, ok := p.unmapped[p.goidKey(goid)]; ok {
+			c.Inc()
+		}
 	}
-	m.channels.WithLabelValues(merchantLabel(goid), code, outcome).Inc()
 }
+
+// ConfigReloaded counts a configuration reload: ok when the new one is in
+// force, not ok when it was refused and the old one stays.
+func (m *Metrics) ConfigReloaded(ok bool) {
+	res := "refused"
+	if ok {
+		res = "ok"
+	}
+	m.reloads.WithLabelValues(res).Inc()
+}
+
+// SetDependencyUp records the result of a background probe of dependency
+// (DependencyGateway, DependencyStore). A dependency never probed has no
+// series.
+func (m *Metrics) SetDependencyUp(dependency string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.dependency.WithLabelValues(dependency).Set(v)
+}
+
+// SetReadiness makes soapbridge_ready report ready() at every scrape.
+func (m *Metrics) SetReadiness(ready func() bool) { m.ready.Store(&ready) }
 
 // maxFailures is how many failed deliveries the status page lists.
 const maxFailures = 20
@@ -263,17 +476,22 @@ type OperationUse struct {
 	Calls     int64
 }
 
-// Usage lists, per merchant label, the operations called and how often,
+// Usage lists, per merchant (goid as text; "none" for calls without one,
+// "other" for goids no merchant has), the operations called and how often,
 // most called first: what a shop still uses and must port before it can
-// leave SOAP.
+// leave SOAP. Kept in memory for the status page, whether or not merchant
+// labels are exported.
 func (m *Metrics) Usage() map[string][]OperationUse {
 	byMerchant := map[string]map[string]int64{}
-	for k, c := range m.calls {
+	for k, c := range m.per.Load().calls {
+		if k.result != results[0] {
+			continue // one counter per operation and goid, shared by the results
+		}
 		n := c.n.Load()
 		if n == 0 {
 			continue
 		}
-		ml := merchantLabel(k.goid)
+		ml := goidLabel(k.goid)
 		if byMerchant[ml] == nil {
 			byMerchant[ml] = map[string]int64{}
 		}
@@ -294,44 +512,4 @@ func (m *Metrics) Usage() map[string][]OperationUse {
 		out[ml] = us
 	}
 	return out
-}
-
-// outboxCollector reads the outbox and ledger backlogs from the store at
-// scrape time, so that every replica reports the shared backlog.
-type outboxCollector struct{ st store.Store }
-
-var outboxDesc = prometheus.NewDesc("soapbridge_outbox_notifications", "Notifications in the outbox by state (pending, delivered, dead).",
-	[]string{"state"}, nil)
-
-var ledgerDesc = prometheus.NewDesc("soapbridge_ledger_calls", "Money-moving calls in the ledger not done, by state (pending: under way, in_doubt: outcome unknown).",
-	[]string{"state"}, nil)
-
-func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- outboxDesc; ch <- ledgerDesc }
-
-func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if l, err := c.st.LedgerCounts(ctx); err != nil {
-		ch <- prometheus.NewInvalidMetric(ledgerDesc, err)
-	} else {
-		ch <- prometheus.MustNewConstMetric(ledgerDesc, prometheus.GaugeValue, float64(l.Pending), "pending")
-		ch <- prometheus.MustNewConstMetric(ledgerDesc, prometheus.GaugeValue, float64(l.InDoubt), "in_doubt")
-	}
-	n, err := c.st.Counts(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(outboxDesc, err)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, float64(n.Pending), "pending")
-	ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, float64(n.Delivered), "delivered")
-	ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, float64(n.Dead), "dead")
-}
-
-// Store wraps st so that its operations are timed.
-func (m *Metrics) Store(st store.Store) store.Store {
-	t := &timedStore{Store: st}
-	for i, op := range storeOps {
-		t.h[i] = m.storeLat.WithLabelValues(op)
-	}
-	return t
 }

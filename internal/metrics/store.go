@@ -9,6 +9,15 @@ import (
 	"github.com/legacybridge/soapbridge/store"
 )
 
+// Store wraps st so that its operations are timed.
+func (m *Metrics) Store(st store.Store) store.Store {
+	t := &timedStore{Store: st}
+	for i, op := range storeOps {
+		t.h[i] = m.storeLat.WithLabelValues(op)
+	}
+	return t
+}
+
 // timedStore times the store operations of the request and outbox paths;
 // the rest pass through untimed.
 type timedStore struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/wsdl"
 )
@@ -41,6 +42,12 @@ type Config struct {
 	Guard Guard
 	// Observer, when set, is told of every call's outcome (metrics).
 	Observer Observer
+	// Usage, when set, is the usage record: every call's context carries
+	// the client library recognised from the wire (ClientOf) and the
+	// features only the wire shows (a charset), for the core's record of
+	// the call; calls the Guard refuses never reach the core and are
+	// recorded here.
+	Usage *usage.Recorder
 }
 
 // Guard admits or refuses a call for goid arriving as req; a refusal is an
@@ -74,6 +81,7 @@ type API struct {
 	limits soapenc.Limits
 	guard  Guard
 	obs    Observer
+	usage  *usage.Recorder
 	ops    map[string][]binding // by operation name; overloads in WSDL order
 }
 
@@ -123,7 +131,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("soapapi: %w", err)
 	}
 	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits,
-		guard: cfg.Guard, obs: cfg.Observer}
+		guard: cfg.Guard, obs: cfg.Observer, usage: cfg.Usage}
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -221,6 +229,7 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 				info.result = ResultRateLimited
 			}
 			logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+			a.usage.Record(ctx, usage.Event{GoID: info.goid, Operation: name, Result: usage.ResultDenied})
 			return nil, info, clientFault(err.Error())
 		}
 	}
@@ -334,6 +343,12 @@ func (a *API) Handler() echo.HandlerFunc {
 			}
 			soapenc.WriteFault(c.Response(), f)
 			return nil
+		}
+		if a.usage != nil {
+			cctx = usage.WithClient(cctx, ClientOf(req, call.Wire))
+			if f, ok := charsetFeature(call.Wire.Charset); ok {
+				cctx = usage.WithFeatures(cctx, f)
+			}
 		}
 		resp, info, err := a.invoke(cctx, call, req)
 		if a.obs != nil {

@@ -1,6 +1,7 @@
 package soapapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -9,11 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
+	"github.com/legacybridge/soapbridge/soapenc"
+	"github.com/legacybridge/soapbridge/store"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -107,5 +112,112 @@ func BenchmarkEncodePaymentStatus(b *testing.B) {
 		if c.encode("paymentStatusReturn", "tns2:EPaymentStatus", v) == nil {
 			b.Fatal("no value")
 		}
+	}
+}
+
+// BenchmarkSOAPHandlerTouchUsage: the whole touch handler with the usage
+// record off and on. On: the client recognised from the wire and carried
+// in the call's context (this adapter), plus one Recorder.Record per call,
+// as the core's pipeline makes it. The ratio on/off is the record's cost
+// on the hot path at its cheapest call:
+//
+//	go test ./operations/soapapi -run '^$' -bench TouchUsage -count 6
+func BenchmarkSOAPHandlerTouchUsage(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "soapenc", "captures", "php-soapclient", "touch.xml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[on]
+		b.Run(name, func(b *testing.B) {
+			h := newHarness(b)
+			cfg := Config{Service: h.svc, Logger: zap.NewNop()}
+			var rec *usage.Recorder
+			if on {
+				st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "usage.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				rec, err = usage.New(usage.Config{Store: st.(usage.Store)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.Usage = rec
+			}
+			api, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := echo.New()
+			e.POST("/axis/EPaymentServiceV2", api.Handler(), func(next echo.HandlerFunc) echo.HandlerFunc {
+				if rec == nil {
+					return next
+				}
+				return func(c echo.Context) error { // the pipeline's call
+					err := next(c)
+					rec.Record(c.Request().Context(), usage.Event{Operation: "touch", Result: usage.ResultOK})
+					return err
+				}
+			})
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+				req.Header.Set("User-Agent", "PHP-SOAP/8.2.36")
+				w := httptest.NewRecorder()
+				e.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatal(w.Code)
+				}
+			}
+			// CPU time, unlike wall time, hardly moves with what else runs on
+			// a shared machine.
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the CPU time (user and system) this process has used, in
+// nanoseconds.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkUsagePerCall: all the usage record adds to one call, alone:
+// the client recognised from a captured PHP request (User-Agent, dialect),
+// the context carrying it, and the Record the core's pipeline makes.
+func BenchmarkUsagePerCall(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(wireDir, "php-soapclient-paymentStatus.http"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call, err := soapenc.ReadRequest(req, soapenc.DefaultLimits())
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "usage.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	rec, err := usage.New(usage.Config{Store: st.(usage.Store)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := usage.Event{GoID: testGoID, Operation: "paymentStatus", Result: usage.ResultOK}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx := usage.WithClient(context.Background(), ClientOf(req, call.Wire))
+		rec.Record(ctx, ev)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/faultproxy"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 	"github.com/legacybridge/soapbridge/store"
@@ -69,6 +70,8 @@ type flOptions struct {
 	restTimeout time.Duration
 	// maxStatement is the REST client's MaxStatementSize (default when 0).
 	maxStatement int64
+	// usage is the flows' usage record (none when nil).
+	usage *usage.Recorder
 }
 
 func newFlEnv(t *testing.T) *flEnv { return newFlEnvWith(t, flOptions{}) }
@@ -121,7 +124,7 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 	})
 	require.NoError(t, err)
 	e := echo.New()
-	New(env.svc, nil).Register(e)
+	New(env.svc, nil).WithUsage(o.usage).Register(e)
 	h = e
 	done := make(chan struct{})
 	go func() { env.svc.RunOutbox(ctx); close(done) }()
@@ -401,8 +404,8 @@ func TestRepeatedNotificationsCollapse(t *testing.T) {
 		return err == nil && c.Delivered == 2 && c.Pending == 0
 	}, 10*time.Second, 20*time.Millisecond)
 
-	resp = env.get(t, env.bridge.URL+PathOutboxCounts)
-	assert.JSONEq(t, `{"pending":0,"delivered":2,"dead":0}`, body(t, resp))
+	resp = env.get(t, env.bridge.URL+"/outbox")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the outbox counts are on the admin listener only")
 }
 
 // flSwitchStore can be made to fail the outbox writes.

@@ -1,7 +1,7 @@
 // Package web puts the legacy browser flows of the core (package
 // operations) on HTTP: the customer's redirects to the gateway
 // (pay-full-v2, pay-base-v2), the return from the gateway, the gateway's
-// notifications, the statement download and the outbox counts. It parses
+// notifications and the statement download. It parses
 // the HTTP input, calls the core and renders its answer as a redirect, an
 // error page (Czech and English, the legacy gateway's languages) or plain
 // text; the decisions are the core's.
@@ -22,17 +22,17 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 )
 
 // Paths the flows serve. The gateway-facing ones are the legacy paths; the
 // callbacks are the bridge's own (given to the REST gateway per payment).
 const (
-	PathPayFull      = "/gw/pay-full-v2"
-	PathPayBase      = "/gw/pay-base-v2"
-	PathStatement    = "/gw/services/get-account-statement"
-	PathReturn       = "/callback/return"
-	PathNotify       = "/callback/notify"
-	PathOutboxCounts = "/outbox"
+	PathPayFull   = "/gw/pay-full-v2"
+	PathPayBase   = "/gw/pay-base-v2"
+	PathStatement = "/gw/services/get-account-statement"
+	PathReturn    = "/callback/return"
+	PathNotify    = "/callback/notify"
 )
 
 // maxFormBytes bounds a posted legacy form (pay-base-v2 carries a few
@@ -46,8 +46,9 @@ var flowPages = template.Must(template.ParseFS(flowTemplates, "templates/*.html"
 
 // Flows serves the legacy browser flows of a core Service.
 type Flows struct {
-	svc *operations.Service
-	log *zap.Logger
+	svc   *operations.Service
+	log   *zap.Logger
+	usage *usage.Recorder
 }
 
 // New returns the flows of svc; log is the logger of their requests.
@@ -56,6 +57,48 @@ func New(svc *operations.Service, log *zap.Logger) *Flows {
 		log = zap.NewNop()
 	}
 	return &Flows{svc: svc, log: log}
+}
+
+// WithUsage makes the flows record each request in the usage record r:
+// the merchant, the flow, its outcome, the client and the legacy features
+// used (the form's charset, the statement's format). The browser flows
+// run beside the core's operation pipeline, so they are recorded here.
+func (f *Flows) WithUsage(r *usage.Recorder) *Flows {
+	f.usage = r
+	return f
+}
+
+// record adds one flow request of merchant goid to the usage record; err
+// is its outcome as the core returned it.
+func (f *Flows) record(c echo.Context, goid int64, flow string, err error, client usage.Client, features []usage.Feature, retired []string) {
+	if f.usage == nil || goid == 0 {
+		return
+	}
+	res := usage.ResultOK
+	if err != nil {
+		res = usage.ResultServerFault
+		if pe := pageOf(err, 0); pe != nil && pe.Status < 500 {
+			res = usage.ResultRefused
+		}
+	}
+	f.usage.Record(c.Request().Context(), usage.Event{GoID: goid, Operation: flow, Result: res, Client: client,
+		Features: features, Retired: retired})
+}
+
+// clientOf is who sent a flow request, by its User-Agent.
+func clientOf(c echo.Context) usage.Client {
+	if cl, ok := usage.ParseUserAgent(c.Request().Header.Get("User-Agent")); ok {
+		return cl
+	}
+	return usage.Client{Family: usage.FamilyUnknown}
+}
+
+// charsetFeatures are the features of how a form was encoded.
+func charsetFeatures(cs formCharset) []usage.Feature {
+	if cs == formWindows1250 {
+		return []usage.Feature{usage.FeatureWindows1250}
+	}
+	return nil
 }
 
 // Register adds the flows' routes to e.
@@ -68,7 +111,6 @@ func (f *Flows) Register(e Router) {
 	e.GET(PathNotify, f.notify, f.requestLog)
 	e.POST(PathNotify, f.notify, f.requestLog)
 	e.GET(PathStatement, f.statement, f.requestLog)
-	e.GET(PathOutboxCounts, f.outboxCounts, f.requestLog)
 }
 
 // Router is where Register adds the routes: an *echo.Echo or *echo.Group.
@@ -232,27 +274,28 @@ func redirect(c echo.Context, loc string) error {
 	return c.Redirect(http.StatusFound, loc)
 }
 
-// flowForm returns the query and, for a POST, the posted form fields.
-func flowForm(c echo.Context) (url.Values, error) {
+// flowForm returns the query and, for a POST, the posted form fields, and
+// how they were encoded.
+func flowForm(c echo.Context) (url.Values, formCharset, error) {
 	r := c.Request()
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
 	}
 	if err := r.ParseForm(); err != nil {
-		return nil, &pageError{http.StatusBadRequest, "Formulář nelze přečíst.", "The form cannot be read."}
+		return nil, formUnreadable, &pageError{http.StatusBadRequest, "Formulář nelze přečíst.", "The form cannot be read."}
 	}
 	form, cs := toUTF8Form(r.Form, r.Header.Get(echo.HeaderContentType))
 	if cs == formUnreadable {
-		return nil, &pageError{http.StatusBadRequest, "Formulář není v kódování UTF-8 ani windows-1250.",
+		return nil, cs, &pageError{http.StatusBadRequest, "Formulář není v kódování UTF-8 ani windows-1250.",
 			"The form is neither UTF-8 nor windows-1250."}
 	}
-	return form, nil
+	return form, cs, nil
 }
 
 // payFull sends the customer of a payment created by createPayment to the
 // gateway: /gw/pay-full-v2?sessionInfo.targetGoId=G&sessionInfo.paymentSessionId=P&sessionInfo.encryptedSignature=S.
 func (f *Flows) payFull(c echo.Context) error {
-	form, err := flowForm(c)
+	form, cs, err := flowForm(c)
 	if err != nil {
 		return f.page(c, err, 0)
 	}
@@ -261,21 +304,23 @@ func (f *Flows) payFull(c echo.Context) error {
 		return f.page(c, err, 0)
 	}
 	id, err := operations.FlowID("sessionInfo.paymentSessionId", form.Get("sessionInfo.paymentSessionId"))
-	if err != nil {
-		return f.page(c, err, 0)
+	if err == nil {
+		var loc string
+		loc, err = f.svc.PayFull(c.Request().Context(), m, id, form.Get("sessionInfo.encryptedSignature"))
+		if err == nil {
+			f.record(c, m.GoID, usage.FlowPayFull, nil, clientOf(c), charsetFeatures(cs), nil)
+			return redirect(c, loc)
+		}
 	}
-	loc, err := f.svc.PayFull(c.Request().Context(), m, id, form.Get("sessionInfo.encryptedSignature"))
-	if err != nil {
-		return f.page(c, err, id)
-	}
-	return redirect(c, loc)
+	f.record(c, m.GoID, usage.FlowPayFull, err, clientOf(c), charsetFeatures(cs), nil)
+	return f.page(c, err, id)
 }
 
 // payBase serves the base integration: the e-shop's page posts (or links)
 // the paymentCommand.* fields; the payment is created as createPayment
 // would create it and the customer is sent to its gateway page.
 func (f *Flows) payBase(c echo.Context) error {
-	form, err := flowForm(c)
+	form, cs, err := flowForm(c)
 	if err != nil {
 		return f.page(c, err, 0)
 	}
@@ -283,7 +328,10 @@ func (f *Flows) payBase(c echo.Context) error {
 	if err != nil {
 		return f.page(c, err, 0)
 	}
-	loc, err := f.svc.PayBase(c.Request().Context(), m, operations.PaymentCommandFromForm(form))
+	cmd := operations.PaymentCommandFromForm(form)
+	features, retired := m.LegacyUses(usage.FlowPayBase, cmd)
+	loc, err := f.svc.PayBase(c.Request().Context(), m, cmd)
+	f.record(c, m.GoID, usage.FlowPayBase, err, clientOf(c), append(features, charsetFeatures(cs)...), retired)
 	if err != nil {
 		return f.page(c, err, 0)
 	}
@@ -307,6 +355,7 @@ func (f *Flows) returnFromGateway(c echo.Context) error {
 		return f.page(c, err, 0)
 	}
 	loc, err := f.svc.ReturnURL(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
+	f.record(c, m.GoID, usage.FlowReturn, err, clientOf(c), nil, nil)
 	if errors.Is(err, operations.ErrGatewayDown) || errors.Is(err, operations.ErrStoreDown) {
 		return f.pendingPage(c, id)
 	}
@@ -333,6 +382,9 @@ func (f *Flows) notify(c echo.Context) error {
 		return plain(http.StatusBadRequest, pageOf(err, 0).EN)
 	}
 	err = f.svc.AcceptNotification(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
+	// The gateway calls here, not the shop: the shop's part is the legacy
+	// notification this becomes.
+	f.record(c, m.GoID, usage.FlowNotification, err, usage.Client{Family: usage.FamilyNone}, nil, nil)
 	switch {
 	case err == nil:
 		return plain(http.StatusOK, "OK")
@@ -353,10 +405,15 @@ func (f *Flows) notify(c echo.Context) error {
 func (f *Flows) statement(c echo.Context) error {
 	q := c.QueryParams()
 	get := func(name string) string { return q.Get("statementRequest." + name) }
-	file, err := f.svc.Statement(c.Request().Context(), &operations.StatementRequest{
+	req := &operations.StatementRequest{
 		DateFrom: get("dateFrom"), DateTo: get("dateTo"), TargetGoID: get("targetGoId"),
 		Currency: get("currency"), ContentType: get("contentType"), EncryptedSignature: get("encryptedSignature"),
-	})
+	}
+	file, err := f.svc.Statement(c.Request().Context(), req)
+	if m, merr := f.svc.FlowMerchant("statementRequest.targetGoId", req.TargetGoID); merr == nil {
+		features, retired := m.LegacyUses(usage.FlowStatement, req)
+		f.record(c, m.GoID, usage.FlowStatement, err, clientOf(c), features, retired)
+	}
 	if err != nil {
 		fail := func(status int, msg string) error { return c.String(status, msg+"\n") }
 		var (
@@ -391,17 +448,6 @@ func (f *Flows) statement(c echo.Context) error {
 		panic(http.ErrAbortHandler)
 	}
 	return nil
-}
-
-// outboxCounts shows the outbox by state as JSON; dead notifications are
-// those the e-shop never took within the retry period.
-func (f *Flows) outboxCounts(c echo.Context) error {
-	n, err := f.svc.OutboxCounts(c.Request().Context())
-	if err != nil {
-		f.logOf(c).Error("outbox counts failed", zap.Error(err))
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "store not available"})
-	}
-	return c.JSON(http.StatusOK, map[string]int{"pending": n.Pending, "delivered": n.Delivered, "dead": n.Dead})
 }
 
 // PayFullURL is the URL a legacy e-shop sends its customer to after

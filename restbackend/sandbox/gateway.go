@@ -150,18 +150,7 @@ func Open(opts Options) (*Gateway, error) {
 		g.opts.NotifyBackoff = defaultBackoff
 	}
 	g.opts.BaseURL = strings.TrimRight(g.opts.BaseURL, "/")
-	for i := range opts.Merchants {
-		m := opts.Merchants[i]
-		if err := m.Validate(); err != nil {
-			g.log.Error("sandbox: merchant not registered", zap.Int64("goid", m.GoID), zap.Error(err))
-			continue
-		}
-		if len(m.Scopes) == 0 {
-			m.Scopes = []string{restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll}
-		}
-		g.merchants[m.ClientID] = &m
-		g.byGoID[m.GoID] = &m
-	}
+	g.Register(opts.Merchants...)
 	g.nextID = firstTestID
 	if g.opts.SeedIDsFromClock {
 		g.nextID = clockSeed(g.clock.Now())
@@ -331,6 +320,27 @@ func (g *Gateway) writeError(w http.ResponseWriter, ae *apiError) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ae.status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// Register adds merchants, or replaces the registration of their client
+// id and goid (a changed secret), while the gateway serves.
+func (g *Gateway) Register(ms ...Merchant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range ms {
+		if err := m.Validate(); err != nil {
+			g.log.Error("sandbox: merchant not registered", zap.Int64("goid", m.GoID), zap.Error(err))
+			continue
+		}
+		if len(m.Scopes) == 0 {
+			m.Scopes = []string{restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll}
+		}
+		if old := g.byGoID[m.GoID]; old != nil && old.ClientID != m.ClientID {
+			delete(g.merchants, old.ClientID)
+		}
+		g.merchants[m.ClientID] = &m
+		g.byGoID[m.GoID] = &m
+	}
 }
 
 // --- authentication ---
