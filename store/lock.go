@@ -23,12 +23,12 @@ func (s *sqlStore) TryLock(ctx context.Context, name string, ttl time.Duration) 
 }
 
 // tryAdvisoryLock holds a PostgreSQL session advisory lock on a connection
-// of its own until unlock. A holder that dies loses its connection and the
+// of the lock pool (Options.MaxConns) until unlock. A holder that dies loses its connection and the
 // server releases the lock: nothing goes stale. The key is a hash of the
 // schema and the name, so stores in different schemas never contend.
 func (s *sqlStore) tryAdvisoryLock(ctx context.Context, name string) (func(), bool, error) {
 	const keyOf = `('x' || substr(md5(coalesce(current_schema(), '') || '/' || $1), 1, 16))::bit(64)::bigint`
-	conn, err := s.w.Conn(ctx)
+	conn, err := s.locks.Conn(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: lock %s: %w", name, err)
 	}

@@ -16,13 +16,13 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// migrate brings db's schema up to date. It is idempotent. On PostgreSQL
-// it holds an advisory lock meanwhile, so processes starting at once
-// apply each migration once.
-func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
+// migrate brings db's schema up to date and returns the versions it
+// applied. It is idempotent. On PostgreSQL it holds an advisory lock
+// meanwhile, so processes starting at once apply each migration once.
+func migrate(ctx context.Context, db *sql.DB, d *dialect) ([]int64, error) {
 	fsys, err := fs.Sub(migrations, "migrations/"+d.name)
 	if err != nil {
-		return fmt.Errorf("store: migrations of %s: %w", d.name, err)
+		return nil, fmt.Errorf("store: migrations of %s: %w", d.name, err)
 	}
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if d.name == "postgres" {
@@ -30,12 +30,17 @@ func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
 	}
 	p, err := goose.NewProvider(d.goose, db, fsys, opts...)
 	if err != nil {
-		return fmt.Errorf("store: migrations of %s: %w", d.name, err)
+		return nil, fmt.Errorf("store: migrations of %s: %w", d.name, err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("store: migrate %s schema: %w", d.name, err)
+	res, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: migrate %s schema: %w", d.name, err)
 	}
-	return nil
+	applied := make([]int64, len(res))
+	for i, r := range res {
+		applied[i] = r.Source.Version
+	}
+	return applied, nil
 }
 
 // pgMigrationLock is a goose session locker that waits on a blocking

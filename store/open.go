@@ -23,13 +23,46 @@ import (
 //   - anything else is an SQLite file path, optionally prefixed by file:
 //     (":memory:" gives a private in-memory store, for tests).
 func Open(ctx context.Context, dsn string) (Store, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// DefaultMaxConns is the PostgreSQL connections a process opens at most
+// when Options.MaxConns is 0.
+const DefaultMaxConns = 16
+
+// Options adjust OpenWith.
+type Options struct {
+	// MaxConns caps the PostgreSQL connections this process opens
+	// (DefaultMaxConns when 0; at least 2). LockConns of them serve the
+	// refund locks, each of which holds a connection for its refund's
+	// duration; the others serve queries, so that refunds holding locks
+	// never leave their own queries without a connection. SQLite ignores
+	// it (one writer, four readers).
+	MaxConns int
+	// NoMigrate opens the store as its schema is, without applying
+	// migrations (an operator who runs `soapbridge migrate` himself); see
+	// Inspect for what the schema lacks.
+	NoMigrate bool
+}
+
+// LockConns is how many of maxConns PostgreSQL connections are kept for
+// refund locks: a quarter, at least one.
+func LockConns(maxConns int) int {
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	return max(1, maxConns/4)
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, o Options) (Store, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("store: open: empty database name")
 	}
 	if isPostgres(dsn) {
-		return openPostgres(ctx, dsn)
+		return openPostgres(ctx, dsn, o)
 	}
-	return openSQLite(ctx, dsn)
+	return openSQLite(ctx, dsn, o)
 }
 
 func isPostgres(dsn string) bool {
@@ -44,22 +77,45 @@ func isPostgres(dsn string) bool {
 	return false
 }
 
-func openPostgres(ctx context.Context, dsn string) (Store, error) {
+func openPostgres(ctx context.Context, dsn string, o Options) (Store, error) {
+	total := o.MaxConns
+	if total == 0 {
+		total = DefaultMaxConns
+	}
+	if total < 2 {
+		return nil, fmt.Errorf("store: %d PostgreSQL connections is too few: one for the refund locks and one for queries at least", total)
+	}
+	locks := LockConns(total)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, redactErr(fmt.Errorf("store: open postgres %s: %w", Redact(dsn), err), dsn)
 	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(8)
+	db.SetMaxOpenConns(total - locks)
+	db.SetMaxIdleConns(max(1, (total-locks)/2))
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, redactErr(fmt.Errorf("store: connect postgres %s: %w", Redact(dsn), err), dsn)
 	}
-	if err := migrate(ctx, db, postgres); err != nil {
-		db.Close()
-		return nil, err
+	if !o.NoMigrate {
+		if _, err := migrate(ctx, db, postgres); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
-	return newSQLStore(postgres, db, db), nil
+	// The refund locks' own pool: a lock holds its connection until the
+	// refund ends, and the refund's queries need another one meanwhile.
+	// Sharing one pool, as many refunds as connections would each hold a
+	// lock and wait for a query connection until their deadline.
+	lk, err := sql.Open("pgx", dsn)
+	if err != nil {
+		db.Close()
+		return nil, redactErr(fmt.Errorf("store: open postgres %s: %w", Redact(dsn), err), dsn)
+	}
+	lk.SetMaxOpenConns(locks)
+	lk.SetMaxIdleConns(locks)
+	s := newSQLStore(postgres, db, db)
+	s.locks = lk
+	return s, nil
 }
 
 // sqliteParams are set on every SQLite connection: WAL lets readers run
@@ -69,7 +125,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 // power loss.
 const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)"
 
-func openSQLite(ctx context.Context, dsn string) (Store, error) {
+func openSQLite(ctx context.Context, dsn string, o Options) (Store, error) {
 	name := dsn
 	sep := "?"
 	if strings.Contains(name, "?") {
@@ -82,7 +138,7 @@ func openSQLite(ctx context.Context, dsn string) (Store, error) {
 			return nil, fmt.Errorf("store: create sqlite %s: %w", Redact(dsn), err)
 		}
 	}
-	w, err := openSQLiteWriter(ctx, name+sep+sqliteParams+"&_txlock=immediate")
+	w, err := openSQLiteWriter(ctx, name+sep+sqliteParams+"&_txlock=immediate", !o.NoMigrate)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", Redact(dsn), err)
 	}
@@ -122,8 +178,8 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// openSQLiteWriter opens the single write connection and brings the schema
-// up to date. SQLite has one writer: all writes go through one connection,
+// openSQLiteWriter opens the single write connection and, when migrating,
+// brings the schema up to date. SQLite has one writer: all writes go through one connection,
 // so the goroutines of this process queue in database/sql instead of
 // meeting SQLITE_BUSY; _txlock=immediate takes the write lock at BEGIN, so a
 // transaction never has to upgrade a read lock (which busy_timeout cannot
@@ -133,7 +189,7 @@ func createPrivate(path string) error {
 // SQLITE_BUSY while one of them switches it to WAL (the busy handler is not
 // consulted there). Start-up is idempotent, so it is tried again on a fresh
 // pool (a connection whose pragmas failed halfway must not be reused).
-func openSQLiteWriter(ctx context.Context, dsn string) (*sql.DB, error) {
+func openSQLiteWriter(ctx context.Context, dsn string, migrating bool) (*sql.DB, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for attempt := 1; ; attempt++ {
 		w, err := sql.Open("sqlite", dsn)
@@ -145,8 +201,8 @@ func openSQLiteWriter(ctx context.Context, dsn string) (*sql.DB, error) {
 		w.SetConnMaxLifetime(0)
 		w.SetConnMaxIdleTime(0)
 		err = w.PingContext(ctx)
-		if err == nil {
-			err = migrate(ctx, w, sqlite)
+		if err == nil && migrating {
+			_, err = migrate(ctx, w, sqlite)
 		}
 		if err == nil {
 			return w, nil

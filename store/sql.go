@@ -140,6 +140,9 @@ type sqlStore struct {
 	lq   ledgerQueries
 	pq   purgeQueries
 	w, r *sql.DB
+	// locks holds PostgreSQL's advisory locks, a connection each (nil on
+	// SQLite, whose locks are rows).
+	locks *sql.DB
 	// sessions: rows read, immutable once written (see sessionCache).
 	sessions *sessionCache
 }
@@ -364,6 +367,9 @@ func (s *sqlStore) Close() error {
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
+	}
+	if s.locks != nil {
+		err = errors.Join(err, s.locks.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("store: close: %w", err)

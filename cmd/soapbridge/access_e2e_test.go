@@ -85,6 +85,13 @@ func TestAccessNetworksCredentialsAndRate(t *testing.T) {
 
 	id := e.payment("paid")
 	replay := sessionInfoBody(t, id) // the signature a customer's pay-full-v2 link carries
+	// What a refused call could have sent. (Not every gateway call: the
+	// sandbox's notification of the payment, answered by the bridge with a
+	// status read, may arrive meanwhile.)
+	moneyPosts := func() int {
+		return e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund") +
+			e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/void-authorization")
+	}
 	before := e.gatewayCalls()
 
 	for _, c := range []struct{ name, src, user, pass, want string }{
@@ -103,7 +110,7 @@ func TestAccessNetworksCredentialsAndRate(t *testing.T) {
 			assert.Equal(t, c.want, a.fault, "%s: %s", c.name, op)
 		}
 	}
-	assert.Equal(t, before, e.gatewayCalls(), "a refused call reaches the gateway")
+	assert.Zero(t, moneyPosts(), "a refused call reaches the gateway")
 	assert.Equal(t, "PAID", e.status(id).State, "nothing refunded")
 	log := e.b.log.String()
 	assert.Contains(t, log, `"call refused"`)
@@ -135,4 +142,53 @@ func TestAccessNetworksCredentialsAndRate(t *testing.T) {
 func TestAccessOpenMerchantWarned(t *testing.T) {
 	b := startBridge(t)
 	assert.Contains(t, b.log.String(), "merchant accepts SOAP calls from anyone: whoever holds a customer's pay-full-v2 link")
+}
+
+// Wrong HTTP Basic credentials count against the caller's address: past
+// the limit (3 a minute here) its calls are refused before the credentials
+// are compared, the right ones included, with a fault that says so, and
+// the refusals are counted. Behind a trusted proxy the client it names
+// counts, not the proxy: the shop behind the same balancer still gets in.
+func TestRefusedLoginsLimited(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_BASIC_USER=shop", "SOAPBRIDGE_BASIC_PASSWORD="+testBasicPassword,
+		"SOAPBRIDGE_BASIC_AUTH_FAILURES_PER_MINUTE=3", "SOAPBRIDGE_TRUSTED_PROXIES=127.0.0.1"))
+	call := func(xff, pass string) string {
+		body := strings.Replace(strings.Replace(sessionInfoBody(t, 3000000001), "<sessionInfo ", "<paymentSessionInfo ", 1),
+			"</sessionInfo>", "</paymentSessionInfo>", 1)
+		env := `<?xml version="1.0" encoding="UTF-8"?><SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" ` +
+			`xmlns:ns1="http://axis.web.gopay.cz" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:ns2="http://gate.gopay.cz/ws" ` +
+			`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/"><SOAP-ENV:Body><ns1:paymentStatus>` + body +
+			`</ns1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+		req, err := http.NewRequest(http.MethodPost, b.SOAPURL, strings.NewReader(env))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		req.Header.Set("X-Forwarded-For", xff)
+		req.SetBasicAuth("shop", pass)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		doc := etree.NewDocument()
+		_, err = doc.ReadFrom(resp.Body)
+		require.NoError(t, err)
+		if f := doc.FindElement("//faultstring"); f != nil {
+			return f.Text()
+		}
+		return "no fault"
+	}
+	const attacker, shop = "203.0.113.66", "198.51.100.10"
+	for range 3 {
+		assert.Equal(t, "access denied: wrong HTTP Basic credentials for goid "+demoGoID, call(attacker, "guess"))
+	}
+	blocked := "access denied: too many wrong HTTP Basic credentials from address " + attacker +
+		"; credentials from it are not checked for a while, retry in a minute"
+	assert.Equal(t, blocked, call(attacker, "guess-again"))
+	assert.Equal(t, blocked, call(attacker, testBasicPassword), "refused without checking, right credentials included")
+	assert.NotContains(t, call(shop, testBasicPassword), "access denied", "the shop behind the same proxy")
+
+	_, text := adminGet(t, b.AdminURL+"/metrics")
+	assert.Equal(t, 3.0, metricValue(t, text, "soapbridge_basic_auth_refusals_total", `reason="wrong"`))
+	assert.Equal(t, 2.0, metricValue(t, text, "soapbridge_basic_auth_refusals_total", `reason="blocked"`))
+	b.Stop() // its output read to the end
+	assert.Equal(t, 5, countLines(b, `"call refused"`, `"client_ip":"`+attacker+`"`), "each refusal logged with the caller")
+	assert.NotContains(t, b.log.String(), testBasicPassword)
 }

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/restbackend"
-	"github.com/legacybridge/soapbridge/store"
 )
 
 // Subcommands beside serving. Both read the configuration exactly as the
@@ -27,6 +26,7 @@ import (
 const (
 	cmdCheck       = "check"
 	cmdHealthcheck = "healthcheck"
+	cmdMigrate     = "migrate"
 	cmdVersion     = "version"
 )
 
@@ -71,6 +71,8 @@ func subcommand(ctx context.Context, args []string, getenv func(string) string, 
 		return true, runCheck(ctx, args[1:], getenv, stdout)
 	case cmdHealthcheck:
 		return true, runHealthcheck(ctx, args[1:], getenv, stdout)
+	case cmdMigrate:
+		return true, runMigrate(ctx, args[1:], getenv, stdout)
 	case cmdVersion:
 		fmt.Fprintln(stdout, versionLine())
 		return true, nil
@@ -85,9 +87,10 @@ type checkRow struct {
 	what, result, detail string
 }
 
-// runCheck validates the configuration, pings the store and the gateway,
-// fetches a token for each merchant, and prints a table. It fails when any
-// row failed. Nothing it prints contains a secret.
+// runCheck validates the configuration, reads the store's schema state and
+// connection limit, pings the gateway, fetches a token for each merchant,
+// and prints a table. It fails when any row failed. It changes nothing (no
+// migration, no file created), and nothing it prints contains a secret.
 func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -117,11 +120,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	add("configuration", nil, fmt.Sprintf("%d merchant(s) from %s", len(cfg.Merchants), src))
 
-	st, err := store.Open(ctx, cfg.Database)
-	if err == nil {
-		err = st.Close()
-	}
-	add("store", err, store.Redact(cfg.Database))
+	rows = append(rows, checkStore(ctx, cfg)...)
 
 	gatewayURL := cfg.GatewayURL
 	if cfg.usesSandbox() {

@@ -42,6 +42,8 @@ type Config struct {
 	RateLimit     float64 `yaml:"rate_limit" help:"most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit"`
 	RateBurst     int     `yaml:"rate_burst" help:"requests accepted at once above the rate limit; twice the rate when 0"`
 
+	AuthFailures int `yaml:"basic_auth_failures_per_minute" help:"wrong HTTP Basic credentials one caller address (behind trusted_proxies: the client they name) may send per minute, per bridge process; past them its calls for merchants with basic_user are refused without checking (0: no limit)"`
+
 	ReadTimeout     time.Duration `yaml:"read_timeout" help:"time to read a whole request"`
 	WriteTimeout    time.Duration `yaml:"write_timeout" help:"time to handle a request and write its reply"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout" help:"keep-alive time of an idle connection"`
@@ -62,9 +64,12 @@ type Config struct {
 	SandboxState     string `yaml:"sandbox_state" help:"JSON file the embedded sandbox keeps its payments in across restarts (empty: memory only); payment ids never repeat either way"`
 
 	Database         string `yaml:"database" help:"SQLite file path, or a postgres:// DSN"`
+	DatabaseMaxConns int    `yaml:"database_max_conns" help:"PostgreSQL connections one replica opens at most, a quarter of them (at least one) for refund locks; max_replicas × this must fit the server's max_connections (checked at start)"`
+	MaxReplicas      int    `yaml:"max_replicas" help:"most bridge processes that share the database at once (the autoscaler's maximum plus the rollout surge); max_replicas × database_max_conns must fit the server's max_connections, checked at start; a replica enforces 1/max_replicas of each merchant's rate_limit until it has heard from the others"`
+	MigrateOnStart   bool   `yaml:"migrate_on_start" help:"apply pending schema migrations at start; false: refuse to start on a schema that lacks one (run soapbridge migrate first)"`
 	LogLevel         string `yaml:"log_level" help:"debug, info, warn or error"`
 	LogFormat        string `yaml:"log_format" help:"json or console"`
-	LogBuffer        int    `yaml:"log_buffer" help:"bytes of log lines buffered, flushed every second and at exit (0: each line written at once)"`
+	LogBuffer        int    `yaml:"log_buffer" help:"bytes of log lines buffered, flushed every second, at exit and after every warn or error line (0: each line written at once, none lost when the process is killed)"`
 	RESTMaxIdleConns int    `yaml:"rest_max_idle_conns" help:"idle keep-alive connections kept to the REST gateway (about the expected concurrent calls)"`
 
 	ReturnStatusTimeout time.Duration `yaml:"return_status_timeout" help:"time the status read gets when a customer returns from the gateway; past it a page says the payment may have gone through, with a reload link"`
@@ -121,6 +126,7 @@ func defaultConfig() Config {
 		MaxBodyBytes:          64 << 10,
 		MaxConns:              4096,
 		MaxConnsPerIP:         256,
+		AuthFailures:          10,
 		MaxDepth:              64,
 		MaxRefs:               1000,
 		ReadTimeout:           30 * time.Second,
@@ -136,6 +142,9 @@ func defaultConfig() Config {
 		SandboxListen:         "127.0.0.1:8090",
 		AdminListen:           "127.0.0.1:9090",
 		Database:              "soapbridge.db",
+		DatabaseMaxConns:      store.DefaultMaxConns,
+		MaxReplicas:           1,
+		MigrateOnStart:        true,
 		LogLevel:              "info",
 		LogFormat:             "json",
 		LogBuffer:             defaultLogBuffer,
@@ -197,6 +206,7 @@ func (c *Config) validate() error {
 		{when(c.MaxConns < 0, "max connections must not be negative (0: no cap)"), "max_connections"},
 		{when(c.MaxConnsPerIP < 0, "max connections per IP must not be negative (0: no cap)"), "max_connections_per_ip"},
 		{when(c.RateLimit < 0 || c.RateBurst < 0, "rate limit and burst must not be negative (0: no limit)"), "rate_limit rate_burst"},
+		{when(c.AuthFailures < 0, "basic auth failures per minute must not be negative (0: no limit)"), "basic_auth_failures_per_minute"},
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},
 		{when(c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0, "timeouts must not be negative (0: none)"), "read_timeout write_timeout idle_timeout"},
 		{when(c.PurgeInterval < 0, "purge interval must not be negative (0: never purge)"), "purge_interval"},
@@ -222,6 +232,9 @@ func (c *Config) validate() error {
 		{when(c.AdminListen != "" && c.AdminListen != "off", "%s", hostPort("admin listen (or off)", c.AdminListen)), "admin_listen"},
 		{badURL("OTLP endpoint", c.OTLPEndpoint), "otlp_endpoint"},
 		{when(strings.TrimSpace(c.Database) == "", "database must name an SQLite file or a postgres:// DSN"), "database"},
+		{when(c.DatabaseMaxConns < 2 || c.DatabaseMaxConns > 10000, "database max conns: %d is not within 2..10000 (one connection for refund locks, one for queries at least)",
+			c.DatabaseMaxConns), "database_max_conns"},
+		{when(c.MaxReplicas < 1 || c.MaxReplicas > 10000, "max replicas: %d is not within 1..10000", c.MaxReplicas), "max_replicas"},
 		{when(levelErr != nil, "log level: %q is not debug, info, warn or error", c.LogLevel), "log_level"},
 		{when(c.LogFormat != "json" && c.LogFormat != "console", "log format: %q is not json or console", c.LogFormat), "log_format"},
 		{when(c.LogBuffer < 0 || c.LogBuffer > 64<<20, "log buffer: %d is not within 0..64 MiB", c.LogBuffer), "log_buffer"},

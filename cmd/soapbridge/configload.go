@@ -277,8 +277,9 @@ func keyAt(b []byte, line int, value string) string {
 // printUsage writes what -h shows.
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: soapbridge [flags]              serve
-       soapbridge check [flags]        check the configuration, the store, the gateway and each merchant's credentials
+       soapbridge check [flags]        check the configuration, the store (read only), the gateway and each merchant's credentials
        soapbridge healthcheck [flags]  GET /healthz of the bridge running with this configuration (exit 0 when healthy)
+       soapbridge migrate [flags]      apply the database schema's pending migrations and say which (check only reads)
        soapbridge version              print the version, the VCS revision and the Go version (also -version)
        soapbridge report [-goid N] [-since DURATION] [-format text|json|html] [flags]
                                        the migration report: what each merchant still uses of SOAP V2 and its REST equivalent

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,18 +12,21 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/metrics"
 )
 
 // capListener caps the open connections in all and per client address.
 // A connection over a cap is closed at once rather than left waiting: a
 // client holding many slow connections must not take the last ones, and a
-// refused client learns it at once. Behind a load balancer every
-// connection comes from the balancer's address: the per-address cap must
-// then be raised (or 0).
+// refused client learns it at once. A connection from a trusted proxy (a
+// load balancer, trusted_proxies) counts in all but not per address: it
+// carries many clients, which the listener cannot tell apart (the rules
+// that can, per merchant and per caller, read X-Forwarded-For).
 type capListener struct {
 	net.Listener
 	maxTotal, maxPerIP int
+	proxies            *access.Proxies
 	log                *zap.Logger
 
 	mu      sync.Mutex
@@ -31,12 +35,32 @@ type capListener struct {
 	refused atomic.Int64
 }
 
-// capConnections wraps ln; a cap of 0 is no cap.
-func capConnections(ln net.Listener, maxTotal, maxPerIP int, log *zap.Logger) net.Listener {
+// capConnections wraps ln; a cap of 0 is no cap. It logs which caps
+// apply, and to whom.
+func capConnections(ln net.Listener, maxTotal, maxPerIP int, proxies *access.Proxies, log *zap.Logger) net.Listener {
+	log.Info("connection caps: " + describeCaps(maxTotal, maxPerIP, proxies))
 	if maxTotal <= 0 && maxPerIP <= 0 {
 		return ln
 	}
-	return &capListener{Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, log: log, perIP: map[string]int{}}
+	return &capListener{Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, proxies: proxies, log: log, perIP: map[string]int{}}
+}
+
+// describeCaps says which connection caps apply, for the start-up log.
+func describeCaps(maxTotal, maxPerIP int, proxies *access.Proxies) string {
+	total := "no cap in all"
+	if maxTotal > 0 {
+		total = fmt.Sprintf("at most %d open in all (max_connections)", maxTotal)
+	}
+	switch {
+	case maxPerIP <= 0:
+		return total + "; no cap per address (max_connections_per_ip 0)"
+	case proxies.Any():
+		return total + fmt.Sprintf("; at most %d per client address (max_connections_per_ip), except from the trusted proxies "+
+			"(trusted_proxies), whose connections carry many clients; behind them allowed_networks, rate limits and the "+
+			"refused-login limit apply to the client their X-Forwarded-For names", maxPerIP)
+	}
+	return total + fmt.Sprintf("; at most %d per client address (max_connections_per_ip); behind a load balancer set "+
+		"trusted_proxies, or every client shares the balancer's %d", maxPerIP, maxPerIP)
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -46,7 +70,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := remoteIP(c)
-		if reason := l.admit(ip); reason != "" {
+		counted := ip // per address, unless a trusted proxy's
+		if a, err := netip.ParseAddr(ip); err == nil && l.proxies.Trusted(a) {
+			counted = ""
+		}
+		if reason := l.admit(counted); reason != "" {
 			c.Close()
 			// One line per 100 refusals: a flood must not flood the log.
 			if n := l.refused.Add(1); n%100 == 1 {
@@ -54,22 +82,25 @@ func (l *capListener) Accept() (net.Conn, error) {
 			}
 			continue
 		}
-		return &cappedConn{Conn: c, release: func() { l.release(ip) }}, nil
+		return &cappedConn{Conn: c, release: func() { l.release(counted) }}, nil
 	}
 }
 
-// admit counts a new connection from ip, or says which cap it hits.
+// admit counts a new connection from ip, or says which cap it hits. A
+// trusted proxy's ip is "" (counted in all only).
 func (l *capListener) admit(ip string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.maxTotal > 0 && l.total >= l.maxTotal {
 		return "max_connections (" + strconv.Itoa(l.maxTotal) + ") reached"
 	}
-	if l.maxPerIP > 0 && l.perIP[ip] >= l.maxPerIP {
+	if ip != "" && l.maxPerIP > 0 && l.perIP[ip] >= l.maxPerIP {
 		return "max_connections_per_ip (" + strconv.Itoa(l.maxPerIP) + ") reached"
 	}
 	l.total++
-	l.perIP[ip]++
+	if ip != "" {
+		l.perIP[ip]++
+	}
 	return ""
 }
 
@@ -85,6 +116,9 @@ func (l *capListener) release(ip string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
+	if ip == "" {
+		return
+	}
 	if l.perIP[ip]--; l.perIP[ip] <= 0 {
 		delete(l.perIP, ip)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/access"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src.
@@ -43,7 +45,7 @@ func stillOpen(c net.Conn) bool {
 func TestConnectionCaps(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ln := capConnections(inner, 3, 2, zap.NewNop())
+	ln := capConnections(inner, 3, 2, &access.Proxies{}, zap.NewNop())
 	defer ln.Close()
 	accepted := make(chan net.Conn, 10)
 	go func() {
@@ -157,4 +159,50 @@ func TestDefaultSOAPBodyLimit(t *testing.T) {
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+}
+
+// Connections from a trusted proxy count in all but not per address: the
+// balancer is not capped as one client; others still are.
+func TestConnectionCapsSpareTrustedProxies(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	proxies, err := access.NewProxies("127.0.0.1/32")
+	require.NoError(t, err)
+	ln := capConnections(inner, 5, 2, proxies, zap.NewNop())
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	addr := inner.Addr().String()
+	var fromProxy []net.Conn
+	for range 3 { // over the per-address cap of 2
+		fromProxy = append(fromProxy, dialFrom(t, "127.0.0.1", addr))
+		<-accepted
+	}
+	other := []net.Conn{dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr)}
+	<-accepted
+	<-accepted
+	assert.True(t, closedByServer(dialFrom(t, "127.0.0.2", addr)), "another address keeps its cap")
+	for _, c := range append(fromProxy, other...) {
+		assert.True(t, stillOpen(c))
+	}
+	assert.True(t, closedByServer(dialFrom(t, "127.0.0.1", addr)), "the proxy within the total cap (5)")
+}
+
+// The start-up log says which caps apply.
+func TestConnectionCapsSaidAtStart(t *testing.T) {
+	b := startInProcess(t, map[string]string{"SOAPBRIDGE_TRUSTED_PROXIES": "10.0.0.0/8"})
+	rec := b.log.waitLine(t, "connection caps: at most 4096 open in all (max_connections); at most 256 per client address "+
+		"(max_connections_per_ip), except from the trusted proxies (trusted_proxies), whose connections carry many clients; "+
+		"behind them allowed_networks, rate limits and the refused-login limit apply to the client their X-Forwarded-For names", b.done)
+	assert.Equal(t, "http", rec["logger"])
+	assert.Contains(t, describeCaps(0, 0, nil), "no cap in all; no cap per address")
+	assert.Contains(t, describeCaps(10, 3, nil), "at most 3 per client address (max_connections_per_ip); behind a load balancer set trusted_proxies")
 }

@@ -1,17 +1,19 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 )
 
-// defaultLogBuffer is how many bytes of log lines the bridge gathers before
-// writing them. Unbuffered, every access-log line was a write(2) under
-// zap's lock: the most contended mutex under load, about one request
-// queued on it at any moment (issue 14).
-const defaultLogBuffer = 256 << 10
+// defaultLogBuffer is 0: every line is written (write(2)) as it is logged,
+// so a SIGKILL or an OOM kill loses none the kernel had received. The
+// measured price (BenchmarkLogWrite, docs/performance.md) is small beside
+// a call's own cost; an operator who wants the buffer back sets log_buffer,
+// and warn and error lines are flushed at once even then.
+const defaultLogBuffer = 0
 
 // logFlushInterval bounds how long a line waits in the buffer.
 const logFlushInterval = time.Second
@@ -20,10 +22,51 @@ const logFlushInterval = time.Second
 // flushed when full, every logFlushInterval and by closeSink; with size 0,
 // w itself, each line written at once. Both are safe for concurrent use.
 // closeSink flushes what is left and stops the timer; call it last.
+//
+// Syncing the sink writes what is buffered and no more: the kernel has a
+// line once write(2) returns, which is what survives a kill of the
+// process; an fsync would cost a disk flush per warning on a file and
+// fails on a pipe (EINVAL), the usual stdout of a container.
 func logSink(w io.Writer, size int) (ws zapcore.WriteSyncer, closeSink func()) {
+	plain := zapcore.AddSync(writeOnly{w})
 	if size <= 0 {
-		return zapcore.Lock(zapcore.AddSync(w)), func() {}
+		return zapcore.Lock(plain), func() {}
 	}
-	b := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: size, FlushInterval: logFlushInterval}
+	b := &zapcore.BufferedWriteSyncer{WS: plain, Size: size, FlushInterval: logFlushInterval}
 	return b, func() { _ = b.Stop() }
+}
+
+// writeOnly hides the Sync (fsync) of an *os.File from zapcore.AddSync.
+type writeOnly struct{ w io.Writer }
+
+func (o writeOnly) Write(p []byte) (int, error) { return o.w.Write(p) }
+
+// flushCore flushes its sink after every line at or above level: with a
+// buffered sink, the lines an investigator needs most (a refused call, a
+// failed refund, a dead notification) are never the ones a crash loses.
+type flushCore struct {
+	zapcore.Core
+	ws    zapcore.WriteSyncer
+	level zapcore.Level
+}
+
+func (c flushCore) With(fs []zapcore.Field) zapcore.Core {
+	return flushCore{Core: c.Core.With(fs), ws: c.ws, level: c.level}
+}
+
+// Check registers c itself, not the core it wraps, so that Write below
+// runs for the line.
+func (c flushCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c flushCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	err := c.Core.Write(e, fs)
+	if e.Level >= c.level {
+		err = errors.Join(err, c.ws.Sync())
+	}
+	return err
 }

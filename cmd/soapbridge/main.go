@@ -89,12 +89,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}()
 
+	proxies, err := access.NewProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { ln.Close() })
-	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, log.Named("http"))
+	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, proxies, log.Named("http"))
 	conns := connStatsOf(ln)
 	ready := newReadiness(conns)
 
@@ -129,10 +133,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			zap.String("sandbox_state", cfg.SandboxState))
 	}
 
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err // store errors redact passwords
 	}
+	rawStore := st // before the metrics and tracing wrappers
 	closers = append(closers, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("closing the store", zap.Error(err))
@@ -164,6 +169,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	tr := tracing.Disabled()
 	if cfg.OTLPEndpoint != "" {
+		// Export failures as JSON lines, not OpenTelemetry's plain text.
+		tracing.LogTo(log.Named("tracing"))
 		var stopTracing func(context.Context) error
 		tr, stopTracing, err = tracing.Start(cfg.OTLPEndpoint, buildVersion())
 		if err != nil {
@@ -185,18 +192,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		publicURL = "http://" + dialAddr(ln.Addr())
 	}
 	goids := goidsOf(cfg.Merchants)
+	gw := restbackend.New(restbackend.Config{
+		BaseURL:      gatewayURL,
+		Logger:       log.Named("gateway"),
+		UserAgent:    "soapbridge",
+		MaxIdleConns: cfg.RESTMaxIdleConns,
+		Timeout:      cfg.RESTTimeout,
+		Observer:     met,
+		Tracer:       tr,
+	})
 	svc, err := operations.New(operations.Config{
 		Merchants:   cfg.Merchants,
 		DefaultGoID: cfg.DefaultGoID,
-		Gateway: restbackend.New(restbackend.Config{
-			BaseURL:      gatewayURL,
-			Logger:       log.Named("gateway"),
-			UserAgent:    "soapbridge",
-			MaxIdleConns: cfg.RESTMaxIdleConns,
-			Timeout:      cfg.RESTTimeout,
-			Observer:     met,
-			Tracer:       tr,
-		}),
+		Gateway:     gw,
 		Outbox: operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
 			met.OutboxFailed(metrics.OutboxFailure(f))
 		}},
@@ -214,11 +222,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	guard := &guardHolder{}
-	g, err := newGuard(cfg, log)
+	g, err := newGuard(cfg, proxies, met, log)
 	if err != nil {
 		return err
 	}
+	sharing, stopSharing := startRateSharing(ctx, cfg, rawStore, guard.g.Load, log.Named("access"))
+	sharing.adopt(ctx, g)
 	guard.g.Store(g)
+	closers = append(closers, stopSharing)
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
 		Observer:         met,
@@ -232,7 +243,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	e := newEcho(log, tr)
+	e := newEcho(log, tr, proxies)
 	e.GET("/healthz", healthz)
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
@@ -269,10 +280,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
 			return coreProblems(next, ps)
 		}
-		g, err := newGuard(next, log)
+		g, err := newGuard(next, proxies, met, log)
 		if err != nil {
 			return err // validated: not expected
 		}
+		sharing.adopt(context.WithoutCancel(ctx), g) // its share of each rate before it serves
 		guard.g.Store(g)
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
@@ -314,6 +326,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		zap.Int64s("merchants", goids),
 		zap.String("config_file", cfg.ConfigFile),
 	)
+	// A gateway that does not answer, or refuses a merchant, is said at
+	// once, not at the first shop's failed call; in the background, so
+	// the listener serves meanwhile.
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probeDone sync.WaitGroup
+	probeDone.Go(func() { checkGatewayAtStart(probeCtx, gw, gatewayURL, cfg.Merchants, log.Named("gateway")) })
+	defer func() { stopProbe(); probeDone.Wait() }()
 
 	select {
 	case err := <-served:
@@ -341,7 +360,7 @@ func goidsOf(ms []Merchant) []int64 {
 
 // newGuard compiles the merchants' caller rules and warns about every
 // merchant whose SOAP calls anyone may make.
-func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
+func newGuard(cfg Config, proxies *access.Proxies, met *metrics.Metrics, log *zap.Logger) (*access.Guard, error) {
 	rules := make(map[int64]access.Rules, len(cfg.Merchants))
 	for _, m := range cfg.Merchants {
 		rules[m.GoID] = m.Rules
@@ -351,7 +370,8 @@ func newGuard(cfg Config, log *zap.Logger) (*access.Guard, error) {
 				"(docs/operations.md#security)", zap.Int64("goid", m.GoID))
 		}
 	}
-	return access.NewGuard(rules, cfg.TrustedProxies)
+	return access.NewGuard(rules, access.Options{Proxies: proxies, LoginFailuresPerMinute: cfg.AuthFailures,
+		OnLoginRefused: met.LoginRefused})
 }
 
 // runPurge deletes rows past their retention every interval until ctx
@@ -480,7 +500,8 @@ func dialAddr(a net.Addr) string {
 }
 
 // newLogger builds the zap logger of cfg writing to w, which must be safe
-// for concurrent use (logSink's is).
+// for concurrent use (logSink's is); with a buffered sink, lines from warn
+// up are flushed as they are written.
 func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
@@ -497,5 +518,10 @@ func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	} else {
 		enc = zapcore.NewJSONEncoder(ec)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+	ws := zapcore.AddSync(w)
+	core := zapcore.NewCore(enc, ws, level)
+	if cfg.LogBuffer > 0 {
+		core = flushCore{Core: core, ws: ws, level: zapcore.WarnLevel}
+	}
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
 }

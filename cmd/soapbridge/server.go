@@ -14,23 +14,27 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
 
+	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
 	"github.com/legacybridge/soapbridge/soapenc"
 )
 
 // newEcho returns the router with the middleware every request goes
-// through, outermost first: request id, access log, call context (request
-// id, trace), panic recovery. What differs between the SOAP endpoint and
-// the rest is in each route group's own chain (soapRoute, webRoutes).
-func newEcho(log *zap.Logger, tr *tracing.Tracer) *echo.Echo {
+// through, outermost first: request id, access log (which also records the
+// caller's address, after proxies, for the request's log lines), call
+// context (request id, trace), panic recovery. What differs between the
+// SOAP endpoint and the rest is in each route group's own chain
+// (soapRoute, webRoutes).
+func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
 	e.Use(
 		dropBadRequestID,
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
-		accessLog(log.Named("http")),
+		accessLog(log.Named("http"), proxies),
 		callContext(tr),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
 	)
@@ -44,6 +48,7 @@ func logPanic(log *zap.Logger) middleware.LogErrorFunc {
 	return func(c echo.Context, err error, stack []byte) error {
 		log.Error("panic recovered",
 			zap.String("request_id", requestID(c)),
+			zap.String("client_ip", logctx.ClientIP(c.Request().Context())),
 			zap.String("method", c.Request().Method),
 			zap.String("path", c.Request().URL.Path),
 			zap.Error(err), zap.ByteString("stack", stack))
@@ -136,13 +141,27 @@ func healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// clientIPKey holds the caller's address in the echo context, from the
+// access log to callContext.
+const clientIPKey = "soapbridge.client_ip"
+
 // accessLog logs one line per request: method, path (never the query: the
-// legacy flows carry signatures there), status, bytes, duration and request
-// id. Bodies are never logged. Health probes log at debug level.
-func accessLog(log *zap.Logger) echo.MiddlewareFunc {
+// legacy flows carry signatures there), status, bytes, duration, request
+// id, the connection's peer (remote) and the caller (client_ip: the peer,
+// or behind a trusted proxy the client it names). Bodies are never logged.
+// Health probes log at debug level. The caller's address goes on to
+// callContext, which puts it in the request's context, so that the
+// adapters' request loggers (logctx.WithRequestID) put it on every line of
+// the call.
+func accessLog(log *zap.Logger, proxies *access.Proxies) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
+			client := ""
+			if a, ok := proxies.ClientAddr(c.Request()); ok {
+				client = a.String()
+				c.Set(clientIPKey, client) // into the request's context with the request id (callContext)
+			}
 			if err := next(c); err != nil {
 				c.Error(err) // writes the reply, so the status below is final
 			}
@@ -164,6 +183,7 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 					zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 					zap.String("request_id", requestID(c)),
 					zap.String("remote", r.RemoteAddr),
+					zap.String("client_ip", client),
 				)
 			}
 			return nil

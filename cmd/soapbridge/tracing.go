@@ -8,13 +8,15 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
 )
 
 // callContext puts the request id (set by echo's RequestID before it) in
 // the request's context, where the core reads it for the notifications a
-// call enqueues, and, when tracing is on, starts the call's root span: the
+// call enqueues, with the caller's address the access log found (for the
+// request loggers, logctx), and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
 func callContext(tr *tracing.Tracer) echo.MiddlewareFunc {
@@ -23,6 +25,9 @@ func callContext(tr *tracing.Tracer) echo.MiddlewareFunc {
 			r := c.Request()
 			id := requestID(c)
 			ctx := reqid.With(r.Context(), id)
+			if ip, _ := c.Get(clientIPKey).(string); ip != "" {
+				ctx = logctx.WithClientIP(ctx, ip)
+			}
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
 				return next(c)

@@ -1,7 +1,9 @@
 // Package access decides who may call the SOAP endpoint for a merchant:
 // the source networks a merchant's calls may come from (the client address,
 // or the X-Forwarded-For address a trusted proxy vouches for), optional
-// HTTP Basic credentials, and a per-merchant request rate. The legacy
+// HTTP Basic credentials (with a limit on wrong ones per caller address,
+// logins.go), and a per-merchant request rate that holds for the whole
+// cluster of replicas (rates.go). The legacy
 // protocol accepts the browser's paymentSession signature on refunds and
 // voids, so anyone holding a customer's pay-full-v2 link could otherwise
 // refund or void that payment; these rules close that without any change
@@ -21,6 +23,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/time/rate"
 )
@@ -103,23 +106,80 @@ type policy struct {
 	pwHash  [32]byte // compared as hashes: constant time whatever the lengths
 	limiter *rate.Limiter
 	rate    float64
+	burst   int
+	// calls counts the calls that reached the rate check since the last
+	// share of the rate (rates.go): this process's demand.
+	calls atomic.Int64
 }
 
-// Guard checks calls against every merchant's rules. Safe for concurrent
-// use.
-type Guard struct {
-	trusted  []netip.Prefix
-	policies map[int64]*policy
+// Proxies tells the address a request comes from: the connection's peer,
+// or the client a trusted proxy (a load balancer in front of the bridge)
+// names in X-Forwarded-For. The zero value trusts no proxy.
+type Proxies struct {
+	trusted []netip.Prefix
 }
 
-// NewGuard compiles the rules by goid; trustedProxies are the networks
-// whose X-Forwarded-For header is believed.
-func NewGuard(rules map[int64]Rules, trustedProxies string) (*Guard, error) {
+// NewProxies trusts the networks of trustedProxies (ParseNetworks).
+func NewProxies(trustedProxies string) (*Proxies, error) {
 	trusted, err := ParseNetworks(trustedProxies)
 	if err != nil {
 		return nil, fmt.Errorf("trusted_proxies: %w", err)
 	}
-	g := &Guard{trusted: trusted, policies: map[int64]*policy{}}
+	return &Proxies{trusted: trusted}, nil
+}
+
+// Any reports whether any proxy is trusted.
+func (p *Proxies) Any() bool { return p != nil && len(p.trusted) > 0 }
+
+// Trusted reports whether a is a trusted proxy's address.
+func (p *Proxies) Trusted(a netip.Addr) bool { return p != nil && contains(p.trusted, a.Unmap()) }
+
+// Options are a Guard's settings beyond the merchants' rules.
+type Options struct {
+	// Proxies tells the caller's address (nil: the connection's peer).
+	Proxies *Proxies
+	// LoginFailuresPerMinute is how many refused HTTP Basic logins one
+	// client address may make in a minute (logins.go); past them its calls
+	// for merchants with credentials are refused without checking. 0: no
+	// limit.
+	LoginFailuresPerMinute int
+	// OnLoginRefused, when set, is told of each login refused, with the
+	// reason: LoginWrong or LoginBlocked. Called on the request path: it
+	// must not block.
+	OnLoginRefused func(reason string)
+}
+
+// Reasons OnLoginRefused is told.
+const (
+	LoginWrong   = "wrong"   // credentials given and wrong: counted against the address
+	LoginBlocked = "blocked" // refused unchecked: the address made too many wrong ones
+)
+
+// Guard checks calls against every merchant's rules. Safe for concurrent
+// use.
+type Guard struct {
+	*Proxies
+	policies map[int64]*policy
+	logins   *loginLimiter // nil: no limit
+	onLogin  func(string)
+	share    sharing // rates.go
+}
+
+// NewGuard compiles the rules by goid.
+func NewGuard(rules map[int64]Rules, o Options) (*Guard, error) {
+	if o.Proxies == nil {
+		o.Proxies = &Proxies{}
+	}
+	if o.LoginFailuresPerMinute < 0 {
+		return nil, fmt.Errorf("login failures per minute: %d is negative", o.LoginFailuresPerMinute)
+	}
+	g := &Guard{Proxies: o.Proxies, policies: map[int64]*policy{}, onLogin: o.OnLoginRefused}
+	if o.LoginFailuresPerMinute > 0 {
+		g.logins = newLoginLimiter(o.LoginFailuresPerMinute)
+	}
+	if g.onLogin == nil {
+		g.onLogin = func(string) {}
+	}
 	for goid, r := range rules {
 		if ps := r.Problems(); len(ps) > 0 {
 			return nil, fmt.Errorf("merchant %d: %s", goid, ps[0].Msg)
@@ -131,11 +191,11 @@ func NewGuard(rules map[int64]Rules, trustedProxies string) (*Guard, error) {
 			p.pwHash = sha256.Sum256([]byte(r.BasicPassword))
 		}
 		if r.RateLimit > 0 {
-			burst := r.RateBurst
-			if burst <= 0 {
-				burst = max(1, int(2*r.RateLimit))
+			p.burst = r.RateBurst
+			if p.burst <= 0 {
+				p.burst = max(1, int(2*r.RateLimit))
 			}
-			p.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), burst)
+			p.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), p.burst)
 		}
 		if len(p.nets) > 0 || p.user != nil || p.limiter != nil {
 			g.policies[goid] = p
@@ -147,17 +207,18 @@ func NewGuard(rules map[int64]Rules, trustedProxies string) (*Guard, error) {
 // Admit checks a call for goid arriving as req. A goid without rules (or
 // not configured at all: the core answers for it) is admitted. The order
 // is network, credentials, rate: a refused caller does not use up the
-// merchant's rate.
+// merchant's rate. An address that made too many wrong logins is refused
+// before its credentials are compared.
 func (g *Guard) Admit(req *http.Request, goid int64) error {
 	p := g.policies[goid]
 	if p == nil {
 		return nil
 	}
+	addr, known := g.ClientAddr(req)
 	if len(p.nets) > 0 {
-		addr, ok := g.ClientAddr(req)
-		if !ok || !contains(p.nets, addr) {
+		if !known || !contains(p.nets, addr) {
 			shown := "unknown"
-			if ok {
+			if known {
 				shown = addr.String()
 			}
 			return &Denied{GoID: goid, Msg: "access denied: calls for goid " + strconv.FormatInt(goid, 10) +
@@ -165,21 +226,32 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 		}
 	}
 	if p.user != nil {
+		if g.logins != nil && known && g.logins.blocked(addr) {
+			g.onLogin(LoginBlocked)
+			return &Denied{GoID: goid, Msg: "access denied: too many wrong HTTP Basic credentials from address " + addr.String() +
+				"; credentials from it are not checked for a while, retry in a minute"}
+		}
 		u, pw, ok := req.BasicAuth()
 		h := sha256.Sum256([]byte(pw))
 		userOK := subtle.ConstantTimeCompare([]byte(u), p.user)
 		pwOK := subtle.ConstantTimeCompare(h[:], p.pwHash[:])
-		if !ok || userOK&pwOK != 1 {
-			msg := "access denied: wrong HTTP Basic credentials for goid "
-			if !ok {
-				msg = "access denied: HTTP Basic credentials required for goid "
+		if !ok {
+			return &Denied{GoID: goid, Msg: "access denied: HTTP Basic credentials required for goid " + strconv.FormatInt(goid, 10)}
+		}
+		if userOK&pwOK != 1 {
+			if g.logins != nil && known {
+				g.logins.failed(addr)
 			}
-			return &Denied{GoID: goid, Msg: msg + strconv.FormatInt(goid, 10)}
+			g.onLogin(LoginWrong)
+			return &Denied{GoID: goid, Msg: "access denied: wrong HTTP Basic credentials for goid " + strconv.FormatInt(goid, 10)}
 		}
 	}
-	if p.limiter != nil && !p.limiter.Allow() {
-		return &Denied{GoID: goid, RateLimit: true, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
-			" may make at most " + strconv.FormatFloat(p.rate, 'f', -1, 64) + " calls per second; retry later"}
+	if p.limiter != nil {
+		p.calls.Add(1)
+		if !p.limiter.Allow() {
+			return &Denied{GoID: goid, RateLimit: true, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
+				" may make at most " + strconv.FormatFloat(p.rate, 'f', -1, 64) + " calls per second; retry later"}
+		}
 	}
 	return nil
 }
@@ -188,7 +260,7 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 // or, when the peer is a trusted proxy, the rightmost X-Forwarded-For
 // address that is not itself a trusted proxy (a client can prepend
 // anything to the header; only what trusted proxies appended counts).
-func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
+func (p *Proxies) ClientAddr(req *http.Request) (netip.Addr, bool) {
 	host, _, err := net.SplitHostPort(req.RemoteAddr)
 	if err != nil {
 		host = req.RemoteAddr
@@ -198,7 +270,7 @@ func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	peer = peer.Unmap()
-	if !contains(g.trusted, peer) {
+	if !p.Trusted(peer) {
 		return peer, true
 	}
 	hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
@@ -208,7 +280,7 @@ func (g *Guard) ClientAddr(req *http.Request) (netip.Addr, bool) {
 			return peer, true // a malformed hop: believe nothing further left
 		}
 		a = a.Unmap()
-		if !contains(g.trusted, a) {
+		if !p.Trusted(a) {
 			return a, true
 		}
 		peer = a

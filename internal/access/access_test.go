@@ -10,7 +10,9 @@ import (
 )
 
 func TestClientAddrBelievesOnlyTrustedProxies(t *testing.T) {
-	g, err := NewGuard(nil, "10.0.0.0/8, 192.168.1.1")
+	proxies, err := NewProxies("10.0.0.0/8, 192.168.1.1")
+	require.NoError(t, err)
+	g, err := NewGuard(nil, Options{Proxies: proxies})
 	require.NoError(t, err)
 	for _, c := range []struct{ remote, xff, want string }{
 		{"203.0.113.9:5000", "", "203.0.113.9"},
@@ -38,7 +40,7 @@ func TestAdmit(t *testing.T) {
 		2: {BasicUser: "u", BasicPassword: "secret-pw"},
 		3: {RateLimit: 1, RateBurst: 2},
 		4: {},
-	}, "10.0.0.1")
+	}, Options{Proxies: mustProxies(t, "10.0.0.1")})
 	require.NoError(t, err)
 	req := func(remote, xff, user, pw string) *http.Request {
 		r := httptest.NewRequest("POST", "/", nil)
@@ -83,4 +85,11 @@ func TestRulesProblems(t *testing.T) {
 	assert.Equal(t, "basic_user", ps[1].Field) // user without password
 	assert.True(t, Rules{}.Open())
 	assert.False(t, Rules{AllowedNetworks: "::1"}.Open())
+}
+
+func mustProxies(t *testing.T, cidrs string) *Proxies {
+	t.Helper()
+	p, err := NewProxies(cidrs)
+	require.NoError(t, err)
+	return p
 }

@@ -1,6 +1,7 @@
 // Package logctx carries a request's logger in its context, so that the
-// log lines of one call (SOAP or browser flow) share its request id from
-// the adapter that received it down to the core that serves it.
+// log lines of one call (SOAP or browser flow) share its request id and its
+// caller's address from the adapter that received it down to the core that
+// serves it.
 package logctx
 
 import (
@@ -12,30 +13,53 @@ import (
 
 type key struct{}
 
+type clientKey struct{}
+
 // With makes l the logger of the work done under the returned context.
 func With(ctx context.Context, l *zap.Logger) context.Context {
 	return context.WithValue(ctx, key{}, l)
 }
 
-// WithRequestID makes base with a request_id field the logger of the work
-// done under the returned context. The child logger is made on the first
-// From, and its field is encoded only when a line is written (zap's
-// WithLazy): most calls log nothing beyond the access log line, and
-// Logger.With costs some 1.4 KiB and 7 allocations per request even when
-// the level drops every line.
+// WithClientIP records the caller's address (after the trusted proxies:
+// the client a load balancer names, not the balancer) for the request
+// logger WithRequestID makes under the returned context. The server sets
+// it before the adapters run.
+func WithClientIP(ctx context.Context, ip string) context.Context {
+	return context.WithValue(ctx, clientKey{}, ip)
+}
+
+// ClientIP is the address WithClientIP recorded, or "".
+func ClientIP(ctx context.Context) string {
+	ip, _ := ctx.Value(clientKey{}).(string)
+	return ip
+}
+
+// WithRequestID makes base with a request_id field, and a client_ip field
+// when WithClientIP recorded one, the logger of the work done under the
+// returned context. The child logger is made on the first From, and its
+// fields are encoded only when a line is written (zap's WithLazy): most
+// calls log nothing beyond the access log line, and Logger.With costs some
+// 1.4 KiB and 7 allocations per request even when the level drops every
+// line.
 func WithRequestID(ctx context.Context, base *zap.Logger, id string) context.Context {
-	return context.WithValue(ctx, key{}, &lazy{base: base, id: id})
+	return context.WithValue(ctx, key{}, &lazy{base: base, id: id, ip: ClientIP(ctx)})
 }
 
 type lazy struct {
-	base *zap.Logger
-	id   string
-	once sync.Once
-	l    *zap.Logger
+	base   *zap.Logger
+	id, ip string
+	once   sync.Once
+	l      *zap.Logger
 }
 
 func (z *lazy) logger() *zap.Logger {
-	z.once.Do(func() { z.l = z.base.WithLazy(zap.String("request_id", z.id)) })
+	z.once.Do(func() {
+		if z.ip == "" {
+			z.l = z.base.WithLazy(zap.String("request_id", z.id))
+			return
+		}
+		z.l = z.base.WithLazy(zap.String("request_id", z.id), zap.String("client_ip", z.ip))
+	})
 	return z.l
 }
 

@@ -39,3 +39,20 @@ func TestWithRequestIDAllocatesLittle(t *testing.T) {
 	})
 	require.LessOrEqual(t, allocs, 2.0)
 }
+
+// The caller's address recorded by the server is on every line of the
+// request logger, beside the request id.
+func TestWithRequestIDCarriesClientIP(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	ctx := WithClientIP(context.Background(), "192.0.2.7")
+	require.Equal(t, "192.0.2.7", ClientIP(ctx))
+	ctx = WithRequestID(ctx, zap.New(core), "req-2")
+	From(ctx, nil).Info("refund done")
+	From(ctx, nil).Warn("in doubt")
+	require.Len(t, logs.All(), 2)
+	for _, e := range logs.All() {
+		require.Equal(t, "192.0.2.7", e.ContextMap()["client_ip"], e.Message)
+		require.Equal(t, "req-2", e.ContextMap()["request_id"], e.Message)
+	}
+	require.Empty(t, ClientIP(context.Background()))
+}

@@ -150,6 +150,7 @@ type Metrics struct {
 	ready       atomic.Pointer[func() bool]
 	connections atomic.Pointer[func() ConnStats]
 	counts      *storeCounts
+	logins      *prometheus.CounterVec // auth.go
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
@@ -225,6 +226,7 @@ func New(o Options) *Metrics {
 	m.counts = newStoreCounts(o.Operations)
 	r.MustRegister(build, soapCalls, soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
 		m.reloads, m.dependency, ready, m.counts, connCollector{m})
+	m.registerLogins()
 
 	m.vecs = merchantVecs{soapCalls: soapCalls, soapLat: soapLat}
 	if o.MerchantLabels {

@@ -1,0 +1,193 @@
+package access
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func basicReq(remote, xff, user, pw string) *http.Request {
+	r := httptest.NewRequest("POST", "/", nil)
+	r.RemoteAddr = remote
+	if xff != "" {
+		r.Header.Set("X-Forwarded-For", xff)
+	}
+	if user != "" {
+		r.SetBasicAuth(user, pw)
+	}
+	return r
+}
+
+// Wrong credentials count against the caller's address (behind a trusted
+// proxy, the client it names; an IPv6 caller by its /64); once used up,
+// the address is refused before its credentials are compared, right ones
+// included, and every refusal is reported. Other addresses, and missing
+// credentials, are not affected.
+func TestLoginFailuresBlockTheAddress(t *testing.T) {
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	g, err := NewGuard(map[int64]Rules{2: {BasicUser: "u", BasicPassword: "secret-pw"}}, Options{
+		Proxies: mustProxies(t, "10.0.0.1"), LoginFailuresPerMinute: 3,
+		OnLoginRefused: func(r string) { mu.Lock(); reasons[r]++; mu.Unlock() },
+	})
+	require.NoError(t, err)
+	wrong := func(remote, xff string) error { return g.Admit(basicReq(remote, xff, "u", "guess"), 2) }
+	right := func(remote, xff string) error { return g.Admit(basicReq(remote, xff, "u", "secret-pw"), 2) }
+
+	for range 5 {
+		d, ok := IsDenied(g.Admit(basicReq("203.0.113.9:1", "", "", ""), 2))
+		require.True(t, ok)
+		assert.Equal(t, "access denied: HTTP Basic credentials required for goid 2", d.Msg)
+	}
+	for range 3 {
+		d, ok := IsDenied(wrong("203.0.113.9:1", ""))
+		require.True(t, ok)
+		assert.Equal(t, "access denied: wrong HTTP Basic credentials for goid 2", d.Msg)
+	}
+	for _, call := range []func(string, string) error{wrong, right} {
+		d, ok := IsDenied(call("203.0.113.9:2", ""))
+		require.True(t, ok)
+		assert.Equal(t, "access denied: too many wrong HTTP Basic credentials from address 203.0.113.9; credentials from it "+
+			"are not checked for a while, retry in a minute", d.Msg)
+	}
+	assert.NoError(t, right("203.0.113.10:1", ""), "another address")
+	assert.Equal(t, map[string]int{LoginWrong: 3, LoginBlocked: 2}, reasons)
+
+	// Behind the trusted proxy each client counts on its own.
+	for range 3 {
+		require.Error(t, wrong("10.0.0.1:5", "198.51.100.1"))
+	}
+	_, ok := IsDenied(right("10.0.0.1:5", "198.51.100.1"))
+	assert.True(t, ok, "the client behind the proxy is blocked")
+	assert.NoError(t, right("10.0.0.1:5", "198.51.100.2"), "not the proxy, nor its other clients")
+
+	// IPv6: one /64 counts as one.
+	for _, a := range []string{"[2001:db8::1]:1", "[2001:db8::2]:1", "[2001:db8::3]:1"} {
+		require.Error(t, wrong(a, ""))
+	}
+	assert.Error(t, right("[2001:db8::99]:1", ""))
+	assert.NoError(t, right("[2001:db8:0:1::1]:1", ""))
+
+	// Without a limit nothing is blocked.
+	open, err := NewGuard(map[int64]Rules{2: {BasicUser: "u", BasicPassword: "secret-pw"}}, Options{})
+	require.NoError(t, err)
+	for range 10 {
+		require.Error(t, open.Admit(basicReq("203.0.113.9:1", "", "u", "guess"), 2))
+	}
+	assert.NoError(t, open.Admit(basicReq("203.0.113.9:1", "", "u", "secret-pw"), 2))
+}
+
+// The limiter tracks a bounded number of addresses: past the bound, the
+// addresses whose allowance is whole are forgotten, and past the hard cap
+// new addresses share one allowance.
+func TestLoginLimiterBounded(t *testing.T) {
+	l := newLoginLimiter(2)
+	a := func(i int) netipAddr { return addrN(i) }
+	for i := range maxTracked {
+		l.failed(a(i))
+	}
+	assert.Len(t, l.addrs, maxTracked)
+	l.failed(a(maxTracked)) // none is whole again yet: all kept
+	assert.Len(t, l.addrs, maxTracked+1)
+	assert.False(t, l.blocked(a(1)), "one failure of two")
+	l.failed(a(1))
+	assert.True(t, l.blocked(a(1)))
+}
+
+// Two replicas share a merchant's rate: with no demand evenly, with all
+// the demand on one, nearly all of it there after a few posts, the shares
+// never summing to more than one; a share grows by half the way at each
+// post and shrinks at once.
+func TestRateSharesFollowDemand(t *testing.T) {
+	board := newFakeBoard()
+	rules := map[int64]Rules{7: {RateLimit: 10, RateBurst: 10}, 8: {BasicUser: "u", BasicPassword: "p"}}
+	a, err := NewGuard(rules, Options{})
+	require.NoError(t, err)
+	b, err := NewGuard(rules, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{7}, a.RateLimited())
+	ctx := context.Background()
+
+	a.AssumeReplicas(4)
+	assert.InDelta(t, 0.25, a.RateShare(7), 1e-9, "before the cluster is known")
+	require.NoError(t, a.ShareRates(ctx, board.of("a")))
+	assert.InDelta(t, 0.625, a.RateShare(7), 1e-9, "alone: half the way to the whole rate")
+	require.NoError(t, b.ShareRates(ctx, board.of("b")))
+	assert.InDelta(t, 0.5, b.RateShare(7), 1e-9, "shrunk at once")
+	require.NoError(t, a.ShareRates(ctx, board.of("a")))
+	assert.InDelta(t, 0.5, a.RateShare(7), 1e-9)
+	assert.InDelta(t, 5, float64(a.policies[7].limiter.Limit()), 1e-9)
+	assert.Equal(t, 5, a.policies[7].limiter.Burst())
+
+	// A shop whose calls all reach a.
+	prev := a.RateShare(7)
+	for round := range 5 {
+		admitted := 0
+		for range 50 {
+			if a.Admit(basicReq("203.0.113.9:1", "", "", ""), 7) == nil {
+				admitted++
+			}
+		}
+		assert.LessOrEqual(t, admitted, a.policies[7].limiter.Burst()+1, "round %d: a's bucket holds at most its burst", round)
+		require.NoError(t, a.ShareRates(ctx, board.of("a")))
+		require.NoError(t, b.ShareRates(ctx, board.of("b")))
+		assert.Greater(t, a.RateShare(7), prev, "round %d: a's share grows", round)
+		assert.LessOrEqual(t, a.RateShare(7)+b.RateShare(7), 1.0+1e-9, "round %d: never more than the rate in all", round)
+		prev = a.RateShare(7)
+	}
+	assert.Greater(t, a.RateShare(7), 0.97)
+	assert.Less(t, b.RateShare(7), 0.01)
+	assert.Equal(t, 1, b.policies[7].limiter.Burst(), "at least one call at once")
+
+	// a is gone (its posts expire): b grows towards the whole rate.
+	board.forget("a")
+	before := b.RateShare(7)
+	require.NoError(t, b.ShareRates(ctx, board.of("b")))
+	assert.InDelta(t, before+(1-before)/2, b.RateShare(7), 1e-9)
+	assert.Equal(t, 1.0, b.RateShare(8), "no rate limit: no share")
+}
+
+// fakeBoard is the shared table, in memory.
+type fakeBoard struct {
+	mu    sync.Mutex
+	posts map[string]map[int64]float64
+}
+
+func newFakeBoard() *fakeBoard { return &fakeBoard{posts: map[string]map[int64]float64{}} }
+
+func (f *fakeBoard) of(replica string) RateBoard {
+	return func(_ context.Context, demand map[int64]float64) (map[int64]ClusterDemand, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.posts[replica] = demand
+		out := map[int64]ClusterDemand{}
+		for _, ds := range f.posts {
+			for goid, d := range ds {
+				c := out[goid]
+				c.Replicas++
+				c.Demand += d
+				out[goid] = c
+			}
+		}
+		return out, nil
+	}
+}
+
+func (f *fakeBoard) forget(replica string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.posts, replica)
+}
+
+type netipAddr = netip.Addr
+
+// addrN is the i-th address of 10.0.0.0/8.
+func addrN(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+}
