@@ -276,6 +276,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		closers = append(closers, stopAdmin)
 	}
 
+	// The gateway is asked for every merchant's token once the bridge
+	// serves, and for the merchants a reload adds or changes (startup.go).
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probeDone sync.WaitGroup
+	defer func() { stopProbe(); probeDone.Wait() }()
 	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(next Config) error {
 		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
 			return coreProblems(next, ps)
@@ -292,7 +297,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		met.SetMerchants(goidsOf(next.Merchants))
 		configured.set(goidsOf(next.Merchants))
 		return nil
-	}, counted: met.ConfigReloaded}
+	}, counted: met.ConfigReloaded, applied: func(fresh []Merchant) {
+		probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, fresh, "after a reload", log.Named("gateway")) })
+	}}
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
 	closers = append(closers, stopReloads)
 	go func() {
@@ -329,10 +336,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// A gateway that does not answer, or refuses a merchant, is said at
 	// once, not at the first shop's failed call; in the background, so
 	// the listener serves meanwhile.
-	probeCtx, stopProbe := context.WithCancel(ctx)
-	var probeDone sync.WaitGroup
-	probeDone.Go(func() { checkGatewayAtStart(probeCtx, gw, gatewayURL, cfg.Merchants, log.Named("gateway")) })
-	defer func() { stopProbe(); probeDone.Wait() }()
+	probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, cfg.Merchants, "at start", log.Named("gateway")) })
 
 	select {
 	case err := <-served:

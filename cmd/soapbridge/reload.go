@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type reloader struct {
 	apply func(next Config) error
 	// counted is told of each outcome (metrics).
 	counted func(ok bool)
+	// applied is told of the merchants a reload in force added or
+	// changed (their credentials are checked at the gateway).
+	applied func(fresh []Merchant)
 
 	mu  sync.Mutex
 	cur Config
@@ -75,6 +79,9 @@ func (r *reloader) reload(why string) error {
 	}
 	added, removed, changed := merchantChanges(r.cur.Merchants, next.Merchants)
 	r.cur = next
+	if fresh := merchantsOf(next.Merchants, append(added, changed...)); r.applied != nil && len(fresh) > 0 {
+		r.applied(fresh)
+	}
 	r.log.Info("configuration reloaded", zap.String("trigger", why), zap.Int64s("merchants", goidsOf(next.Merchants)),
 		zap.Int64s("added", added), zap.Int64s("removed", removed), zap.Int64s("changed", changed))
 	return nil
@@ -119,6 +126,17 @@ func merchantChanges(cur, next []Merchant) (added, removed, changed []int64) {
 		removed = append(removed, g)
 	}
 	return added, removed, changed
+}
+
+// merchantsOf are the merchants of ms whose goid is in goids.
+func merchantsOf(ms []Merchant, goids []int64) []Merchant {
+	var out []Merchant
+	for _, m := range ms {
+		if slices.Contains(goids, m.GoID) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // coreProblems turns the core's problems into errors naming the settings,

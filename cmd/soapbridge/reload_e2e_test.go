@@ -178,6 +178,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	writeConfig(t, path, "", demoCfgMerchant, shopB)
 	b.signal(syscall.SIGHUP)
 	b.waitLog(1, "configuration reloaded", `"added":[8123456790]`)
+	b.waitLog(1, "the gateway issued tokens after a reload", `"merchants":[8123456790]`)
 	createFor(t, b.URL, shopB, "RL-B-1")
 
 	// A config with a mistake: refused, named, the one in force kept.

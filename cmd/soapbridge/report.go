@@ -124,7 +124,8 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, cfg.Database)
+	// Read-only, like check: the schema is as it is (migrate applies).
+	st, err := store.OpenWith(ctx, cfg.Database, store.Options{NoMigrate: true})
 	if err != nil {
 		return fmt.Errorf("report: cannot read the usage record: %s", oneLine(err.Error()))
 	}

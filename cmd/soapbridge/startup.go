@@ -21,8 +21,9 @@ type tokenSource interface {
 	Token(ctx context.Context, cr restbackend.Credentials) (string, error)
 }
 
-// checkGatewayAtStart asks the gateway for a token of every merchant, as
-// the first call of each would, and says what it found: a warning naming
+// checkGateway asks the gateway for a token of every merchant of ms (all
+// at start, those a reload added or changed after it), as the first call of
+// each would, and says what it found (when: "at start", "after a reload"): a warning naming
 // each merchant whose credentials the gateway refuses, one warning naming
 // the gateway and the merchants it did not answer for, an info line
 // otherwise. It runs in the background once the bridge serves, so that a
@@ -30,7 +31,7 @@ type tokenSource interface {
 // the REST timeout, and ctx ends it at shutdown. The tokens it gets are
 // cached for the first calls. Nothing logged contains a secret (the REST
 // client's errors never do).
-func checkGatewayAtStart(ctx context.Context, gw tokenSource, gatewayURL string, ms []Merchant, log *zap.Logger) {
+func checkGateway(ctx context.Context, gw tokenSource, gatewayURL string, ms []Merchant, when string, log *zap.Logger) {
 	type result struct {
 		m   Merchant
 		err error
@@ -63,7 +64,7 @@ func checkGatewayAtStart(ctx context.Context, gw tokenSource, gatewayURL string,
 		case r.err == nil:
 			ok = append(ok, r.m.GoID)
 		case errors.As(r.err, &ae) && ae.Status >= 400 && ae.Status < 500:
-			log.Warn("the gateway refuses this merchant's credentials (token request at start): its SOAP calls will fail "+
+			log.Warn("the gateway refuses this merchant's credentials (token request "+when+"): its SOAP calls will fail "+
 				"until client_id and client_secret are right", zap.Int64("goid", r.m.GoID), zap.String("client_id", r.m.ClientID),
 				zap.Int("status", ae.Status), zap.Error(r.err))
 		default:
@@ -73,10 +74,10 @@ func checkGatewayAtStart(ctx context.Context, gw tokenSource, gatewayURL string,
 	}
 	if len(down) > 0 {
 		slices.Sort(down)
-		log.Warn("the gateway does not answer (token request at start): calls that need it will fail until it does",
+		log.Warn("the gateway does not answer (token request "+when+"): calls that need it will fail until it does",
 			zap.String("gateway", gatewayURL), zap.Int64s("merchants", down), zap.Error(downErr))
 	}
 	if len(ok) > 0 {
-		log.Info("the gateway issued tokens at start", zap.String("gateway", gatewayURL), zap.Int64s("merchants", ok))
+		log.Info("the gateway issued tokens "+when, zap.String("gateway", gatewayURL), zap.Int64s("merchants", ok))
 	}
 }
