@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -412,6 +413,15 @@ func TestDisruptionAndScaling(t *testing.T) {
 	require.NotEmpty(t, hpa.Spec.Metrics)
 	_, hasCPURequest := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 	assert.True(t, hasCPURequest, "CPU utilization needs a CPU request")
+
+	// The most pods that can run at once (the autoscaler's most, plus the
+	// rollout's surge) is what each pod checks its database connections
+	// and its share of the merchants' rates against.
+	require.NotNil(t, d.Spec.Strategy.RollingUpdate)
+	require.NotNil(t, d.Spec.Strategy.RollingUpdate.MaxSurge)
+	most := int(hpa.Spec.MaxReplicas) + d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue()
+	assert.Equal(t, strconv.Itoa(most), envFile(t, "soapbridge.env")["SOAPBRIDGE_MAX_REPLICAS"],
+		"SOAPBRIDGE_MAX_REPLICAS is the HPA's maxReplicas plus the Deployment's maxSurge")
 }
 
 // envFile reads a Kustomize env file: KEY=VALUE lines, # comments.
