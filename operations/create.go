@@ -226,11 +226,11 @@ func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand)
 				CreatedAt: s.now(), ReturnToken: token, PaymentChannels: trim(in.PaymentChannels),
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
-				c.log.Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
+				c.logger().Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
 					zap.Int64("payment", p.ID), zap.Error(err))
 				return store.CallRecord{}, serverError("session store unavailable")
 			}
-			c.log.Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
+			c.logger().Info("payment created", zap.Int64("goid", m.GoID), zap.Int64("payment", p.ID), zap.String("order", p.OrderNumber))
 			c.fresh = p
 			return store.CallRecord{PaymentID: p.ID, Result: CallCompleted, Reply: p.GwURL}, nil
 		},
@@ -377,10 +377,10 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 				PaymentChannels: parent.PaymentChannels,
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
-				c.log.Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
+				c.logger().Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),
 					zap.Int64("payment", child.ID), zap.Int64("parent", parentID), zap.Error(err))
 			}
-			c.log.Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
+			c.logger().Info("recurrence created", zap.Int64("goid", m.GoID), zap.Int64("payment", child.ID), zap.Int64("parent", parentID))
 			c.fresh = child
 			if found {
 				c.freshProduct = &parent.ProductName
@@ -397,7 +397,7 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 func (s *Service) findChild(ctx context.Context, c *call, parentID int64, order string, amount int64) (store.CallRecord, restbackend.Outcome) {
 	kids, err := s.store.Children(ctx, parentID)
 	if err != nil {
-		c.log.Warn("reconciliation: children not readable", zap.Int64("parent", parentID), zap.Error(err))
+		c.logger().Warn("reconciliation: children not readable", zap.Int64("parent", parentID), zap.Error(err))
 		return store.CallRecord{}, restbackend.OutcomeUnknown
 	}
 	var found []int64

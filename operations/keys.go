@@ -52,33 +52,36 @@ func (m Merchant) Credentials() restbackend.Credentials {
 	return cr
 }
 
-// verified is what a request's signature told: which key signed it, in
-// which charset, and the ledger's key for it.
+// verified is what a request's signature told: which key signed it, which
+// of the field lists and in which charset; what the ledger keys a
+// money-moving call with follows from them (digests).
 type verified struct {
 	// key is the secure key the signature verified with; replies to the
 	// call are signed with it.
-	key string
-	// digest is what was signed, hashed with the merchant's current key
-	// (digestOf): the ledger key of a money-moving call. prevDigest is the
-	// same hashed with the previous key while it is in force: a call made
-	// before a reload brought the new key in was keyed with it.
-	digest, prevDigest string
-	charset            Charset
+	key     string
+	fields  []string
+	charset Charset
+}
+
+// digests are the ledger keys of a verified request of m at now: what was
+// signed, hashed with m's current key (digestOf), and, while a previous key
+// is in force, hashed with that key too (prev): a call made before the
+// reload that brought the current key in was keyed with it.
+func (v verified) digests(m Merchant, now time.Time) (cur, prev string) {
+	cur = digestOf(m.SecureKey, v.fields, v.charset)
+	if m.PreviousSecureKey != "" && m.previousInForce(now) {
+		prev = digestOf(m.PreviousSecureKey, v.fields, v.charset)
+	}
+	return cur, prev
 }
 
 // verify checks signature over one of alts (canonical first) with the
 // keys of m in force at now.
 func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
 	for _, key := range m.keys(now) {
-		i, cs, ok := verifyFields(key, signature, alts)
-		if !ok {
-			continue
+		if i, cs, ok := verifyFields(key, signature, alts); ok {
+			return verified{key: key, fields: alts[i], charset: cs}, true
 		}
-		v := verified{key: key, digest: digestOf(m.SecureKey, alts[i], cs), charset: cs}
-		if m.PreviousSecureKey != "" && m.previousInForce(now) {
-			v.prevDigest = digestOf(m.PreviousSecureKey, alts[i], cs)
-		}
-		return v, true
 	}
 	return verified{}, false
 }

@@ -55,6 +55,9 @@ func (s *Service) CallContext(ctx context.Context) (context.Context, context.Can
 // without CallContext is still bounded), the web adapter every browser
 // flow.
 func (s *Service) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= s.callDeadline {
+		return ctx, func() {} // already bounded (CallContext): no second timer
+	}
 	return context.WithTimeout(ctx, s.callDeadline)
 }
 
@@ -125,12 +128,13 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 	if op == "" {
 		op = c.op
 	}
-	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.digest)}
-	if c.v.prevDigest != "" {
+	digest, prevDigest := c.v.digests(c.m, s.now())
+	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, digest)}
+	if prevDigest != "" {
 		// While a previous key is in force, the same request may have been
 		// keyed with it (made before the reload that brought the new key
 		// in): that entry is this call's.
-		prev := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.prevDigest)}
+		prev := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, prevDigest)}
 		if _, err := s.ledger.LookupCall(ctx, prev); err == nil {
 			key = prev
 		}
@@ -139,7 +143,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 	if acted == 0 && c.payment != nil {
 		acted = *c.payment
 	}
-	log := c.log.WithLazy(zap.String("op", op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", acted))
+	log := c.logger().WithLazy(zap.String("op", op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", acted))
 	unknown := pol.unknown
 	if unknown == nil {
 		unknown = errOutcomeUnknown
@@ -210,7 +214,7 @@ func (c *call) setBaseline(ctx context.Context, b store.RefundBaseline) error {
 	lctx, cancel := c.s.ledgerContext(ctx)
 	defer cancel()
 	if err := c.s.ledger.SetBaseline(lctx, c.ledger.key, c.ledger.claim, b, c.s.now()); err != nil {
-		c.log.Error("baseline not recorded; the call is not attempted", zap.Error(err))
+		c.logger().Error("baseline not recorded; the call is not attempted", zap.Error(err))
 		return serverError("session store unavailable")
 	}
 	c.baseline = &b
@@ -445,7 +449,7 @@ func refundCheck(c *call) func(ctx context.Context) (store.CallRecord, restbacke
 	return func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
 		hist, err := c.s.gw.RefundHistory(ctx, m.Credentials(), id)
 		if err != nil {
-			c.log.Warn("reconciliation: refund history not readable", zap.Int64("payment", id), zap.Error(err))
+			c.logger().Warn("reconciliation: refund history not readable", zap.Int64("payment", id), zap.Error(err))
 			return store.CallRecord{}, restbackend.OutcomeUnknown
 		}
 		res, out := refundOutcome(c.baseline, hist)

@@ -54,7 +54,7 @@ type ledgerView struct {
 // entry is the entry of the call named by op and digest, if any.
 func (l *ledgerView) entry(op, digest string) (store.Call, bool) {
 	l.t.Helper()
-	key := store.CallKey{GoID: testGoID, Operation: op, Hash: store.RequestHash(op, digest)}
+	key := ledgerKey(op, digest)
 	c, claimed, err := l.st.ClaimCall(context.Background(), key, l.clk.now(), 100*365*24*time.Hour)
 	require.NoError(l.t, err)
 	if claimed { // there was none: take the probe back
@@ -64,12 +64,18 @@ func (l *ledgerView) entry(op, digest string) (store.Call, bool) {
 	return c, true
 }
 
+// ledgerKey is the ledger key of a test call of op signed over the single
+// field name (testCall).
+func ledgerKey(op, name string) store.CallKey {
+	return store.CallKey{GoID: testGoID, Operation: op, Hash: store.RequestHash(op, digestOf(testSecureKey, []string{name}, CharsetUTF8))}
+}
+
 // testCall is a call of op on payment 7 as the pipeline hands it to once,
 // authenticated with digest.
 func testCall(s *Service, op, digest string) *call {
 	m, _ := s.merchant(testGoID)
-	return &call{s: s, op: op, m: m, known: true, v: verified{key: m.SecureKey, digest: digest},
-		payment: ptr(int64(7)), log: s.log}
+	return &call{s: s, op: op, m: m, known: true, v: verified{key: m.SecureKey, fields: []string{digest}, charset: CharsetUTF8},
+		payment: ptr(int64(7)), log: s.log, ctx: context.Background()}
 }
 
 // refundLike is a call that records a baseline, then POSTs; post says what
@@ -171,7 +177,7 @@ func TestOnceReconcilesAfterDeadline(t *testing.T) {
 // answered "outcome unknown", never acted on.
 func TestOncePendingEntries(t *testing.T) {
 	s, l, clk := onceService(t)
-	key := store.CallKey{GoID: testGoID, Operation: refundOp, Hash: store.RequestHash(refundOp, "digest")}
+	key := ledgerKey(refundOp, "digest")
 	_, claimed, err := l.st.ClaimCall(context.Background(), key, clk.now(), time.Hour)
 	require.NoError(t, err)
 	require.True(t, claimed)
@@ -189,7 +195,7 @@ func TestOncePendingEntries(t *testing.T) {
 
 	// A stale pending entry that has its baseline: reconciled, not acted on.
 	key2 := key
-	key2.Hash = store.RequestHash(refundOp, "digest2")
+	key2.Hash = ledgerKey(refundOp, "digest2").Hash
 	c, _, err := l.st.ClaimCall(context.Background(), key2, clk.now(), time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, l.st.SetBaseline(context.Background(), key2, c.Claim, testBaseline, clk.now()))

@@ -116,7 +116,8 @@ type call struct {
 	m       Merchant
 	known   bool // m is the merchant of goid: replies can be signed
 	v       verified
-	log     *zap.Logger
+	ctx     context.Context // the call's, for its logger
+	log     *zap.Logger     // built on first use (logger)
 
 	// What a money call leaves for its reply (see once).
 	rec      store.CallRecord      // the ledger's record: acted now, replayed or reconciled
@@ -140,6 +141,15 @@ type replay struct {
 	err error
 }
 
+// logger is the call's logger (with the request's id), built when a line
+// is first written: most calls write none.
+func (c *call) logger() *zap.Logger {
+	if c.log == nil {
+		c.log = c.s.logFor(c.ctx)
+	}
+	return c.log
+}
+
 // signingKey is the key replies to c are signed with: the one the request
 // was signed with (the shop verifies with the key it signs with), else the
 // merchant's current key.
@@ -161,7 +171,7 @@ func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	start := time.Now()
-	c := &call{s: s, op: r.name, log: s.logFor(ctx)}
+	c := &call{s: s, op: r.name, ctx: ctx}
 	out, result, err := r.run(ctx, c, in)
 	s.observe(c, result, time.Since(start))
 	if s.usage != nil {
@@ -207,7 +217,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 		out := r.fail(c, in, rf)
 		if c.known && r.sign != nil {
 			if err := r.sign(c, out, c.signingKey()); err != nil {
-				c.log.Error("signing a reply failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
+				c.logger().Error("signing a reply failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
 			}
 		}
 		if rf.badSig {
@@ -296,7 +306,7 @@ func (c *call) refused(r *refusal) {
 	if c.payment != nil {
 		fs = append(fs, zap.Int64("payment", *c.payment))
 	}
-	c.log.Info("request refused", fs...)
+	c.logger().Info("request refused", fs...)
 	if r.badSig && c.s.onBadSignature != nil && c.goid != nil {
 		c.s.onBadSignature(c.op, *c.goid)
 	}
