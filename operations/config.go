@@ -91,9 +91,9 @@ func (c *Config) Validate(restTimeout time.Duration) []Problem {
 		// A repeat of a call still under way must find its entry: the
 		// window has to outlast the call and the time a pending entry of a
 		// dead process takes to count as stale.
-		if least := MinReplayWindow(c.CallDeadline); m.ReplayWindow >= time.Minute && m.ReplayWindow <= least {
-			bad(key+"replay_window", "replay window %v must be longer than the call deadline plus %v (%v): a repeat of a call still under way would act again",
-				m.ReplayWindow, pendingStale, least)
+		if least := StaleAfter(c.CallDeadline, restTimeout); m.ReplayWindow >= time.Minute && m.ReplayWindow <= least {
+			bad(key+"replay_window", "replay window %v must be longer than the call deadline plus the REST timeout plus %v (%v): a repeat of a call still under way would act again",
+				m.ReplayWindow, 2*ledgerTimeout+staleMargin, least)
 		}
 	}
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {

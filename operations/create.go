@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -318,6 +319,19 @@ var createRecurrentPaymentRow = &row[RecurrenceRequest, *PaymentStatus]{
 var errRecurrenceUnconfirmed = serverError("outcome unknown: the payment gateway has not confirmed the recurring payment yet; " +
 	"retry the same call later: it is answered with the payment once the gateway confirms it, and never charges twice")
 
+// recurrenceConfirmWithin is how long a createRecurrentPayment in doubt
+// waits for the gateway's word on the child (its notifications are
+// repeated for hours when the bridge does not take them; one lost for an
+// hour is unlikely to come) before its repeats hear that it is not coming.
+const recurrenceConfirmWithin = time.Hour
+
+// errRecurrenceNeverConfirmed answers a repeat of a createRecurrentPayment
+// that stayed in doubt for recurrenceConfirmWithin.
+var errRecurrenceNeverConfirmed = serverError(fmt.Sprintf("outcome unknown: the payment gateway has not confirmed the recurring payment "+
+	"within %v of the call; it may or may not exist. Repeating this call never creates it, so it is not charged twice: look for it among "+
+	"the parent payment's recurrences in the payment gateway's account, and create a new one with a new order number only if there is none",
+	recurrenceConfirmWithin))
+
 // recurrencePolicy is the ledger policy of createRecurrentPayment. The
 // gateway lists no children of a parent, but it notifies the bridge of
 // each child's state, and a child names its parent: the callback records
@@ -328,8 +342,10 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 	m, parentID := c.m, *rr.ParentPaymentSessionID
 	order, amount := trim(rr.OrderNumber), *rr.TotalPrice
 	return &money{
-		payment: parentID,
-		unknown: errRecurrenceUnconfirmed,
+		payment:          parentID,
+		unknown:          errRecurrenceUnconfirmed,
+		unconfirmed:      errRecurrenceNeverConfirmed,
+		unconfirmedAfter: recurrenceConfirmWithin,
 		reconcile: func(ctx context.Context) (store.CallRecord, restbackend.Outcome) {
 			return s.findChild(ctx, c, parentID, order, amount)
 		},
@@ -390,9 +406,14 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 	}
 }
 
+// childClockSkew is how much earlier than the call's ledger entry a child
+// may be recorded and still be its child: the two times come from the
+// clocks of different replicas.
+const childClockSkew = time.Minute
+
 // findChild reconciles a createRecurrentPayment: done when exactly one
 // child of parentID with its order number and amount was recorded since the
-// call's ledger entry was made; unknown otherwise (none yet, or more than
+// call's ledger entry was made (less childClockSkew); unknown otherwise (none yet, or more than
 // one to choose from). Never "not done": the gateway may still report it.
 func (s *Service) findChild(ctx context.Context, c *call, parentID int64, order string, amount int64) (store.CallRecord, restbackend.Outcome) {
 	kids, err := s.store.Children(ctx, parentID)
@@ -402,7 +423,7 @@ func (s *Service) findChild(ctx context.Context, c *call, parentID int64, order 
 	}
 	var found []int64
 	for _, k := range kids {
-		if k.OrderNumber == order && k.Amount == amount && !k.CreatedAt.Before(c.since) {
+		if k.OrderNumber == order && k.Amount == amount && !k.CreatedAt.Before(c.since.Add(-childClockSkew)) {
 			found = append(found, k.PaymentID)
 		}
 	}

@@ -29,6 +29,9 @@ type fakeGateway struct {
 	calls     []string
 	fail      map[string]error
 	lostReply bool
+	// answer, when set, is the result of every capture and void that acts
+	// instead of FINISHED (a result a newer gateway might give).
+	answer string
 }
 
 func newFakeGateway() *fakeGateway {
@@ -138,6 +141,9 @@ func (g *fakeGateway) operation(name string, id int64, to string, from ...string
 			p.State = to
 			if err != nil {
 				return nil, err
+			}
+			if g.answer != "" {
+				return &restbackend.Result{ID: id, Result: g.answer}, nil
 			}
 			return &restbackend.Result{ID: id, Result: restbackend.ResultFinished}, nil
 		}

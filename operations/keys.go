@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ func (m Merchant) Credentials() restbackend.Credentials {
 
 // verified is what a request's signature told: which key signed it, which
 // of the field lists and in which charset; what the ledger keys a
-// money-moving call with follows from them (digests).
+// money-moving call with follows from them (ledgerText).
 type verified struct {
 	// key is the secure key the signature verified with; replies to the
 	// call are signed with it.
@@ -63,16 +64,33 @@ type verified struct {
 	charset Charset
 }
 
-// digests are the ledger keys of a verified request of m at now: what was
-// signed, hashed with m's current key (digestOf), and, while a previous key
-// is in force, hashed with that key too (prev): a call made before the
-// reload that brought the current key in was keyed with it.
-func (v verified) digests(m Merchant, now time.Time) (cur, prev string) {
-	cur = digestOf(m.SecureKey, v.fields, v.charset)
-	if m.PreviousSecureKey != "" && m.previousInForce(now) {
-		prev = digestOf(m.PreviousSecureKey, v.fields, v.charset)
+// ledgerText is what the ledger keys a money-moving call by: the signed
+// fields joined as the shop hashed them, in the charset it hashed them in,
+// without the key. The same request signed with another of the merchant's
+// keys (a rotation) is the same call; and the windows-1250 fallback accepts
+// one signature for two texts (the UTF-8 original and its mojibake, whose
+// windows-1250 bytes are the original's UTF-8 bytes), which give the same
+// bytes here: one request.
+func (v verified) ledgerText() string {
+	joined := strings.Join(v.fields, "|")
+	if v.charset == CharsetWindows1250 {
+		if cp, ok := windows1250(joined); ok {
+			return string(cp)
+		}
 	}
-	return cur, prev
+	return joined
+}
+
+// legacyDigests are the ledger keys earlier versions gave the request of
+// m: what was signed, hashed with the secure key then in force (digestOf),
+// the current one and, when configured, the previous one. A repeat of a
+// call such a version recorded finds its entry under one of them.
+func (v verified) legacyDigests(m Merchant) []string {
+	ds := []string{digestOf(m.SecureKey, v.fields, v.charset)}
+	if m.PreviousSecureKey != "" {
+		ds = append(ds, digestOf(m.PreviousSecureKey, v.fields, v.charset))
+	}
+	return ds
 }
 
 // verify checks signature over one of alts (canonical first) with the
@@ -110,7 +128,9 @@ type shopKey struct {
 
 // keySeen records that m's shop signed a request with key. Only while a
 // previous key is in force is there a choice to remember, and the store is
-// written only when the key differs from the one this replica knows.
+// written only when the key differs from the one this replica knows. The
+// replica takes the key for known only once it is written, so that a failed
+// write is tried again by the next call.
 func (s *Service) keySeen(ctx context.Context, m Merchant, key string) {
 	now := s.now()
 	if !m.previousInForce(now) {
@@ -119,10 +139,9 @@ func (s *Service) keySeen(ctx context.Context, m Merchant, key string) {
 	id := keyID(key)
 	s.shop.mu.Lock()
 	known, ok := s.shop.seen[m.GoID]
-	if s.shop.seen == nil {
-		s.shop.seen = map[int64]shopKey{}
+	if ok && known.id == id {
+		s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
 	}
-	s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
 	s.shop.mu.Unlock()
 	if ok && known.id == id {
 		return
@@ -133,6 +152,12 @@ func (s *Service) keySeen(ctx context.Context, m Merchant, key string) {
 		s.logFor(ctx).Warn("the shop's key not recorded; notifications may be signed with the other key and be retried", zap.Int64("goid", m.GoID), zap.Error(err))
 		return
 	}
+	s.shop.mu.Lock()
+	if s.shop.seen == nil {
+		s.shop.seen = map[int64]shopKey{}
+	}
+	s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
+	s.shop.mu.Unlock()
 	s.logFor(ctx).Info("shop signs with another of its keys", zap.Int64("goid", m.GoID), zap.Bool("previous", key == m.PreviousSecureKey))
 }
 

@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -158,4 +159,77 @@ func TestRotationSettingsRefused(t *testing.T) {
 		assert.NotContains(t, p.Msg, testSecureKey)
 	}
 	assert.Equal(t, []string{"previous_secure_key", "previous_until"}, keys)
+}
+
+// flakyShopKeys is a store whose first writes of a shop's key fail.
+type flakyShopKeys struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *flakyShopKeys) SetShopKey(ctx context.Context, goid int64, id string, at time.Time) error {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return errors.New("database is locked")
+	}
+	return f.Store.SetShopKey(ctx, goid, id, at)
+}
+
+// A shop key that could not be written is written by the next call of the
+// shop: the replica does not take it for known until it is stored, else
+// the other replicas would sign the shop's notifications with its old key
+// until the rotation ends.
+func TestRotationShopKeyWriteRetried(t *testing.T) {
+	st := &flakyShopKeys{Store: memStore(t), fails: 1}
+	clk := &fakeClock{t: time.Now()}
+	s := rotatedService(t, newFakeGateway(), st, clk, "")
+	m, _ := s.merchant(testGoID)
+	shopKey := func() string {
+		t.Helper()
+		id, _, err := st.ShopKey(bg, testGoID)
+		if errors.Is(err, store.ErrNotFound) {
+			return ""
+		}
+		require.NoError(t, err)
+		return id
+	}
+
+	s.keySeen(bg, m, newSecureKey)
+	assert.Empty(t, shopKey(), "the write failed")
+	s.keySeen(bg, m, newSecureKey)
+	assert.Equal(t, keyID(newSecureKey), shopKey(), "the next call wrote it")
+}
+
+// A reload that changes a key must keep the key in force as the previous
+// one, until a time still to come: else shops signing with it would be
+// refused from the reload on.
+func TestRotationReloadRefusals(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	cfg := unitConfig(t)
+	cfg.Now = clk.now
+	s, err := New(cfg)
+	require.NoError(t, err)
+	keyOf := func(ps []Problem) []string {
+		var keys []string
+		for _, p := range ps {
+			keys = append(keys, p.Key)
+			assert.NotContains(t, p.Msg, testSecureKey)
+			assert.NotContains(t, p.Msg, newSecureKey)
+		}
+		return keys
+	}
+
+	m := testMerchant()
+	m.SecureKey = newSecureKey
+	assert.Equal(t, []string{"merchants[0].previous_secure_key"}, keyOf(s.SetMerchants([]Merchant{m}, 0)), "the old key dropped")
+	m.PreviousSecureKey, m.PreviousUntil = testSecureKey, "2026-11-26T11:59:59Z"
+	assert.Equal(t, []string{"merchants[0].previous_until"}, keyOf(s.SetMerchants([]Merchant{m}, 0)), "kept until a time past")
+	m.PreviousUntil = "2026-11-27T12:00:00Z"
+	assert.Empty(t, s.SetMerchants([]Merchant{m}, 0))
+	in, _ := s.merchant(testGoID)
+	assert.Equal(t, []string{newSecureKey, testSecureKey}, in.keys(clk.now()), "both accepted until tomorrow")
 }

@@ -2,12 +2,11 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"errors"
 
 	"github.com/legacybridge/soapbridge/restbackend"
 )
@@ -25,12 +24,16 @@ type methodCache struct {
 	methods []PaymentMethod
 	loading chan struct{}
 	err     error
+	// gen counts resets: a load that started before the last one answers
+	// its waiters but is not kept (it may be another merchant's list).
+	gen uint64
 }
 
 // reset drops the cached list (a load under way finishes for its waiters).
 func (c *methodCache) reset() {
 	c.mu.Lock()
 	c.methods, c.until = nil, time.Time{}
+	c.gen++
 	c.mu.Unlock()
 }
 
@@ -62,12 +65,13 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 		}
 		done := make(chan struct{})
 		c.loading = done
+		gen := c.gen
 		c.mu.Unlock()
 
 		ms, err := s.loadMethods(ctx)
 		c.mu.Lock()
 		c.loading, c.err = nil, err
-		if err == nil {
+		if err == nil && gen == c.gen {
 			c.methods, c.until = ms, s.now().Add(methodTTL)
 		}
 		c.mu.Unlock()

@@ -90,6 +90,12 @@ type money struct {
 	// unknown is the answer while the outcome stays unknown
 	// (errOutcomeUnknown when nil).
 	unknown *ServerError
+	// unconfirmed, when set, replaces unknown once the entry has been in
+	// doubt for unconfirmedAfter: for a call whose only confirmation is one
+	// the gateway sends (a recurrence), so that the e-shop learns it is not
+	// coming and the operator is told.
+	unconfirmed      *ServerError
+	unconfirmedAfter time.Duration
 }
 
 // held is a ledger entry a call holds.
@@ -98,15 +104,21 @@ type held struct {
 	claim string
 }
 
-// pendingStale is how long past the call deadline a pending entry is taken
-// for a call whose process died: then a repeat reconciles it. It is also
-// the least the replay window must exceed beyond the call deadline.
-const pendingStale = 30 * time.Second
+// staleMargin is what is added to the longest a live call can run before
+// its pending entry (and its SQLite refund lock) is taken for one whose
+// process died.
+const staleMargin = 10 * time.Second
 
-// MinReplayWindow is what a merchant's replay window must exceed under a
-// call deadline: a repeat of a call still under way, or of one whose
-// process died and whose entry is not yet stale, must find its entry.
-func MinReplayWindow(callDeadline time.Duration) time.Duration { return callDeadline + pendingStale }
+// StaleAfter is how long after its last update a pending ledger entry
+// belongs to a call whose process died, so that a repeat reconciles it:
+// longer than a live call can run (its deadline, a reconciliation's own
+// REST timeout after a reply lost at the deadline, two ledger writes) and a
+// margin. A merchant's replay window must exceed it: a repeat of a call
+// still under way, or of one whose process died and whose entry is not yet
+// stale, must find its entry.
+func StaleAfter(callDeadline, restTimeout time.Duration) time.Duration {
+	return callDeadline + restTimeout + 2*ledgerTimeout + staleMargin
+}
 
 // ledgerTimeout bounds each ledger write. The writes run detached from the
 // call's context: a call whose deadline passed during its POST must still
@@ -128,22 +140,11 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 	if op == "" {
 		op = c.op
 	}
-	digest, prevDigest := c.v.digests(c.m, s.now())
-	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, digest)}
-	if prevDigest != "" {
-		// While a previous key is in force, the same request may have been
-		// keyed with it (made before the reload that brought the new key
-		// in): that entry is this call's.
-		prev := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, prevDigest)}
-		if _, err := s.ledger.LookupCall(ctx, prev); err == nil {
-			key = prev
-		}
+	key, err := s.ledgerKey(ctx, c, op)
+	if err != nil {
+		return store.CallRecord{}, err
 	}
-	acted := pol.payment
-	if acted == 0 && c.payment != nil {
-		acted = *c.payment
-	}
-	log := c.logger().WithLazy(zap.String("op", op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", acted))
+	log := c.logger().WithLazy(zap.String("op", op), zap.Int64("goid", c.m.GoID), zap.Int64("payment", acted(c, pol)))
 	unknown := pol.unknown
 	if unknown == nil {
 		unknown = errOutcomeUnknown
@@ -172,7 +173,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 			log.Info("repeated call answered from the ledger", zap.Int64("result_payment", entry.PaymentID), zap.String("result", entry.Result))
 			return entry.CallRecord, nil
 		case store.CallPending:
-			if s.now().Sub(entry.UpdatedAt) < s.callDeadline+pendingStale {
+			if s.now().Sub(entry.UpdatedAt) < s.staleAfter() {
 				log.Info("repeated call refused: the first is in progress")
 				return store.CallRecord{}, errInProgress
 			}
@@ -202,10 +203,38 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 			s.notDone(ctx, log, h)
 			continue
 		}
+		if pol.unconfirmed != nil && s.now().Sub(entry.CreatedAt) >= pol.unconfirmedAfter {
+			log.Error("repeated call still in doubt long after it was made: the gateway never confirmed it; an operator must look",
+				zap.Time("made", entry.CreatedAt))
+			return store.CallRecord{}, pol.unconfirmed
+		}
 		log.Warn("repeated call still in doubt")
 		return store.CallRecord{}, unknown
 	}
 	return store.CallRecord{}, errInProgress
+}
+
+// staleAfter is StaleAfter of the service's deadline and REST timeout.
+func (s *Service) staleAfter() time.Duration { return StaleAfter(s.callDeadline, s.gw.Timeout()) }
+
+// ledgerKey is the ledger key of c's money call op: its signed fields
+// (ledgerText), or the key an earlier version gave the same request when
+// such an entry exists (legacyDigests). A ledger that cannot be read fails
+// the call: taking "no entry" for granted could act twice.
+func (s *Service) ledgerKey(ctx context.Context, c *call, op string) (store.CallKey, error) {
+	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.ledgerText())}
+	for _, d := range c.v.legacyDigests(c.m) {
+		old := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, d)}
+		_, err := s.ledger.LookupCall(ctx, old)
+		switch {
+		case err == nil:
+			return old, nil
+		case !errors.Is(err, store.ErrNotFound):
+			c.logger().Error("ledger read failed; the call is not attempted", zap.String("op", op), zap.Error(err))
+			return store.CallKey{}, serverError("session store unavailable")
+		}
+	}
+	return key, nil
 }
 
 // setBaseline records a refund's baseline on the entry c holds, before
@@ -239,6 +268,13 @@ func (s *Service) act(ctx context.Context, c *call, log *zap.Logger, pol *money,
 			return store.CallRecord{}, err
 		}
 		defer unlock()
+		// Another refund of the payment whose outcome is not settled would
+		// make this one's reconciliation (or its own) take the other's
+		// refund for its own: one at a time until it is settled.
+		if err := s.otherRefundsSettled(ctx, c, h.key, acted(c, pol)); err != nil {
+			s.notDone(ctx, log, h)
+			return store.CallRecord{}, err
+		}
 	}
 	rec, err = pol.act(ctx)
 	if err == nil {
@@ -352,8 +388,11 @@ func clipNote(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "")
 }
 
-// resultRecord is the ledger record of an operation result about id.
-func resultRecord(id int64, res *restbackend.Result) store.CallRecord {
+// resultRecord is the ledger record of an operation result about id. A
+// result the bridge does not know is an error of unknown outcome (the
+// gateway may have acted): the call is reconciled, never answered FAILED,
+// which a shop takes for final and may act on.
+func resultRecord(id int64, res *restbackend.Result) (store.CallRecord, error) {
 	rec := store.CallRecord{PaymentID: id}
 	switch res.Result {
 	case restbackend.ResultFinished:
@@ -363,9 +402,9 @@ func resultRecord(id int64, res *restbackend.Result) store.CallRecord {
 	case restbackend.ResultFailed:
 		rec.Result, rec.Description = Failed, "the payment gateway answered FAILED"
 	default:
-		rec.Result, rec.Description = Failed, "the payment gateway answered an unknown result "+strings.ToValidUTF8(res.Result, "?")
+		return store.CallRecord{}, fmt.Errorf("payment %d: the payment gateway answered an unknown result %q", id, strings.ToValidUTF8(res.Result, "?"))
 	}
-	return rec
+	return rec, nil
 }
 
 // stateCheck reconciles an operation on payment id by its state: done
@@ -399,12 +438,12 @@ func stateIn(states ...string) func(p *restbackend.Payment) bool {
 	}
 }
 
-// refundBaselineOf is the baseline of a refund of amount: the ids of the
+// refundBaselineOf is the baseline of a refund of amount of payment id: the ids of the
 // refunds of that amount already in the history, in any state. Counting
 // them instead would take another refund of the same amount for this one,
 // and a refund that failed since for one that did not happen.
-func refundBaselineOf(hist []restbackend.Refund, amount int64) store.RefundBaseline {
-	b := store.RefundBaseline{Amount: amount, RefundIDs: []int64{}}
+func refundBaselineOf(id int64, hist []restbackend.Refund, amount int64) store.RefundBaseline {
+	b := store.RefundBaseline{PaymentID: id, Amount: amount, RefundIDs: []int64{}}
 	for _, r := range hist {
 		if r.Amount == amount {
 			b.RefundIDs = append(b.RefundIDs, r.ID)
@@ -456,8 +495,33 @@ func refundCheck(c *call) func(ctx context.Context) (store.CallRecord, restbacke
 		if out != restbackend.OutcomeDone {
 			return store.CallRecord{}, out
 		}
-		return resultRecord(id, &restbackend.Result{ID: id, Result: res}), out
+		rec, err := resultRecord(id, &restbackend.Result{ID: id, Result: res})
+		if err != nil {
+			return store.CallRecord{}, restbackend.OutcomeUnknown
+		}
+		return rec, out
 	}
+}
+
+// errRefundUnsettled answers a refund while another refund of the same
+// payment may have been sent and is not settled.
+var errRefundUnsettled = serverError("another refund of this payment has an unknown outcome or is in progress: nothing was done; " +
+	"repeat that refund first (it is settled by its repeat), then retry this one")
+
+// otherRefundsSettled refuses a refund of payment id while another refund
+// of it has an entry with a baseline (its POST may have been sent) that is
+// pending or in doubt. Called under the payment's refund lock.
+func (s *Service) otherRefundsSettled(ctx context.Context, c *call, mine store.CallKey, id int64) error {
+	n, err := s.ledger.UnsettledRefunds(ctx, c.m.GoID, id, mine)
+	switch {
+	case err != nil:
+		c.logger().Error("ledger read failed; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
+		return serverError("session store unavailable")
+	case n > 0:
+		c.logger().Warn("refund refused: another refund of the payment is not settled", zap.Int64("payment", id), zap.Int("unsettled", n))
+		return errRefundUnsettled
+	}
+	return nil
 }
 
 // lockRefunds serialises the refunds of payment id across processes, so
@@ -466,7 +530,7 @@ func refundCheck(c *call) func(ctx context.Context) (store.CallRecord, restbacke
 // holder died ends with it.
 func (s *Service) lockRefunds(ctx context.Context, m Merchant, id int64) (unlock func(), err error) {
 	name := "refund/" + FormatInt(m.GoID) + "/" + FormatInt(id)
-	unlock, ok, err := s.ledger.TryLock(ctx, name, MinReplayWindow(s.callDeadline))
+	unlock, ok, err := s.ledger.TryLock(ctx, name, s.staleAfter())
 	if err != nil {
 		s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
 		return nil, serverError("session store unavailable")

@@ -67,7 +67,7 @@ func (l *ledgerView) entry(op, digest string) (store.Call, bool) {
 // ledgerKey is the ledger key of a test call of op signed over the single
 // field name (testCall).
 func ledgerKey(op, name string) store.CallKey {
-	return store.CallKey{GoID: testGoID, Operation: op, Hash: store.RequestHash(op, digestOf(testSecureKey, []string{name}, CharsetUTF8))}
+	return store.CallKey{GoID: testGoID, Operation: op, Hash: store.RequestHash(op, name)}
 }
 
 // testCall is a call of op on payment 7 as the pipeline hands it to once,
@@ -89,7 +89,7 @@ type refundLike struct {
 	baselines []*store.RefundBaseline
 }
 
-var testBaseline = store.RefundBaseline{Amount: 3000, RefundIDs: []int64{}}
+var testBaseline = store.RefundBaseline{PaymentID: 7, Amount: 3000, RefundIDs: []int64{}}
 
 func (r *refundLike) run(ctx context.Context, c *call) (store.CallRecord, error) {
 	return c.s.once(ctx, c, r.policy(c))
@@ -187,7 +187,7 @@ func TestOncePendingEntries(t *testing.T) {
 	assert.Equal(t, errInProgress, err)
 	assert.Zero(t, r.posts)
 
-	clk.add(s.callDeadline + pendingStale)
+	clk.add(s.staleAfter())
 	rec, err := r.run(context.Background(), testCall(s, refundOp, "digest"))
 	require.NoError(t, err, "a stale entry without a baseline never reached the gateway")
 	assert.Equal(t, Finished, rec.Result)
@@ -199,7 +199,7 @@ func TestOncePendingEntries(t *testing.T) {
 	c, _, err := l.st.ClaimCall(context.Background(), key2, clk.now(), time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, l.st.SetBaseline(context.Background(), key2, c.Claim, testBaseline, clk.now()))
-	clk.add(s.callDeadline + pendingStale)
+	clk.add(s.staleAfter())
 	r2 := &refundLike{}
 	_, err = r2.run(context.Background(), testCall(s, refundOp, "digest2"))
 	assert.Equal(t, errOutcomeUnknown, err)
@@ -306,7 +306,7 @@ func TestOnceCreateDoubtWindow(t *testing.T) {
 // Finding 4: the refund reconciliation compares refund ids, not counts.
 func TestRefundOutcomeByIDs(t *testing.T) {
 	const ok, failed, requested = restbackend.RefundSucceeded, restbackend.RefundFailed, restbackend.RefundRequested
-	base := refundBaselineOf([]restbackend.Refund{{ID: 1, Amount: 3000, State: requested}, {ID: 2, Amount: 500, State: ok}}, 3000)
+	base := refundBaselineOf(7, []restbackend.Refund{{ID: 1, Amount: 3000, State: requested}, {ID: 2, Amount: 500, State: ok}}, 3000)
 
 	// (b) the REQUESTED refund of the baseline failed since, and this
 	// refund happened: done, though the count of live refunds is unchanged.

@@ -35,7 +35,7 @@ func gatewayResult(c *call, do func(ctx context.Context, cr restbackend.Credenti
 		if err != nil {
 			return store.CallRecord{}, err
 		}
-		return resultRecord(id, res), nil
+		return resultRecord(id, res)
 	}
 }
 
@@ -131,14 +131,14 @@ func (s *Service) refundRest(ctx context.Context, c *call) (store.CallRecord, er
 			return store.CallRecord{}, refuse("payment %d has nothing left to refund: %d of %d %s already refunded", id, done, p.Amount, p.Currency)
 		}
 	}
-	if err := c.setBaseline(ctx, refundBaselineOf(hist, left)); err != nil {
+	if err := c.setBaseline(ctx, refundBaselineOf(id, hist, left)); err != nil {
 		return store.CallRecord{}, err
 	}
 	res, err := s.gw.Refund(ctx, cr, id, left)
 	if err != nil {
 		return store.CallRecord{}, err
 	}
-	return resultRecord(id, res), nil
+	return resultRecord(id, res)
 }
 
 // refundedSum is what the refunds of a history returned: all but the
@@ -225,14 +225,14 @@ func (s *Service) refundAmount(ctx context.Context, c *call, amount int64, curre
 	if err != nil {
 		return store.CallRecord{}, err
 	}
-	if err := c.setBaseline(ctx, refundBaselineOf(hist, amount)); err != nil {
+	if err := c.setBaseline(ctx, refundBaselineOf(id, hist, amount)); err != nil {
 		return store.CallRecord{}, err
 	}
 	res, err := s.gw.Refund(ctx, cr, id, amount)
 	if err != nil {
 		return store.CallRecord{}, err
 	}
-	return resultRecord(id, res), nil
+	return resultRecord(id, res)
 }
 
 // CapturePayment serves capturePayment.

@@ -152,6 +152,10 @@ func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
 			ps = append(ps, Problem{key + "previous_client_secret", "the client secret changed but previous_client_secret is not the secret in force: " +
 				"calls would fail while the gateway still takes only the old one; keep it as previous_client_secret, or restart to cut it off"})
 		}
+		if (m.SecureKey != prev.SecureKey || m.ClientSecret != prev.ClientSecret) && !m.previousUntil.IsZero() && !s.now().Before(m.previousUntil) {
+			ps = append(ps, Problem{key + "previous_until", fmt.Sprintf("previous_until %s has passed: the key or secret in force would be cut off "+
+				"at once by this reload; give a time in the future, or restart to cut it off", m.PreviousUntil)})
+		}
 	}
 	if len(ps) > 0 {
 		return ps

@@ -33,7 +33,7 @@ func TestNewValidates(t *testing.T) {
 		"relative url":   {func(c *Config) { c.PublicURL = "/bridge" }, "absolute"},
 		"bad notify": {func(c *Config) { c.Merchants[0].NotificationURL = "ftp://x" },
 			"notification URL"},
-		// A window under call deadline + pendingStale would let a repeat of
+		// A window under StaleAfter would let a repeat of
 		// a call still under way (or of a dead process's) act again.
 		"short replay window": {func(c *Config) { c.Merchants[0].ReplayWindow = time.Minute; c.CallDeadline = 40 * time.Second },
 			"replay window 1m0s must be longer than the call deadline"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,6 +108,31 @@ func TestRowCapturePayment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, got, again, "a repeat is answered from the ledger")
 	assert.Equal(t, 1, gw.count("capture"), "captured once")
+}
+
+// A result the bridge does not know (a newer gateway's) is no FAILED,
+// which a shop takes for final: the call is reconciled by the payment's
+// state, and answered with what the state tells.
+func TestRowCaptureUnknownResult(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	gw.answer = "PROCESSING"
+	id := gw.add(restbackend.StateAuthorized, 100)
+	got, err := s.CapturePayment(bg, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result, "the state says PAID: captured")
+	assert.Equal(t, 1, gw.count("capture"))
+
+	// Where the state tells nothing yet, the outcome stays unknown: a fault,
+	// then the repeat reconciles.
+	id2 := gw.add(restbackend.StateAuthorized, 100)
+	gw.fail["status"] = errors.New("gateway down")
+	_, err = s.CapturePayment(bg, sessionInfo(t, id2))
+	assert.Equal(t, errOutcomeUnknown, err)
+	delete(gw.fail, "status")
+	got, err = s.CapturePayment(bg, sessionInfo(t, id2))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, got.Result)
+	assert.Equal(t, 2, gw.count("capture"), "each payment captured once")
 }
 
 func TestRowVoidAuthorization(t *testing.T) {
@@ -344,4 +370,42 @@ func TestRowCreateRecurrentPaymentLostReply(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, child, *again.PaymentSessionID, "settled: answered from the ledger")
 	assert.Equal(t, 1, gw.count("recurrence"), "charged once")
+}
+
+// A createRecurrentPayment the gateway never confirms: repeats hear "retry
+// later" for an hour, then that the confirmation is not coming (and what
+// to do), still without a second charge. A child recorded by a replica
+// whose clock runs behind (its time a little before the call's ledger
+// entry) is still the call's child.
+func TestRowCreateRecurrentPaymentNeverConfirmed(t *testing.T) {
+	s, gw, st := fakeService(t)
+	now := s.now()
+	s.now = func() time.Time { return now }
+	parent := gw.add(restbackend.StatePaid, 500)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
+	goid, price := int64(testGoID), int64(500)
+	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-3", TotalPrice: &price,
+		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-3", "500")...)}
+	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
+
+	_, err := s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceUnconfirmed, err)
+	now = now.Add(recurrenceConfirmWithin - time.Second)
+	_, err = s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceUnconfirmed, err, "within the hour: still coming")
+	now = now.Add(time.Second)
+	_, err = s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceNeverConfirmed, err)
+	assert.Contains(t, err.Error(), "never creates it")
+	assert.Equal(t, 1, gw.count("recurrence"), "never a second charge")
+
+	// The child turns up after all, recorded with a clock 30 s behind.
+	child := gw.next - 1
+	made := now.Add(-recurrenceConfirmWithin - 30*time.Second)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: child, ParentID: parent, GoID: testGoID,
+		ProductName: "Předplatné", OrderNumber: "R-3", Amount: 500, Currency: "CZK", CreatedAt: made}))
+	got, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	assert.Equal(t, child, *got.PaymentSessionID)
+	assert.Equal(t, 1, gw.count("recurrence"))
 }

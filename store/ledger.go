@@ -47,6 +47,10 @@ type Ledger interface {
 	// LookupCall returns the entry of key, or ErrNotFound; it claims
 	// nothing.
 	LookupCall(ctx context.Context, key CallKey) (Call, error)
+	// UnsettledRefunds counts the refunds of payment paymentID of goid,
+	// other than except, that recorded a baseline (their POST may have been
+	// sent) and are still pending or in doubt.
+	UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) (int, error)
 	// CallDone records the result of a pending or in-doubt call held by
 	// claim; repeats within the window get rec.
 	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error
@@ -72,8 +76,11 @@ type Ledger interface {
 
 // RefundBaseline is what a refund's reconciliation compares the refund
 // history with: the ids of the refunds of Amount that existed before the
-// refund's POST. Exactly one new refund of Amount afterwards is this one.
+// refund's POST of payment PaymentID. Exactly one new refund of Amount
+// afterwards is this one (no other refund of the payment runs while one is
+// unsettled: UnsettledRefunds).
 type RefundBaseline struct {
+	PaymentID int64
 	Amount    int64
 	RefundIDs []int64
 }
@@ -180,7 +187,7 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 				created_at = ?, updated_at = ?
 			WHERE` + key + ` AND created_at < ? AND state = 'done'`),
 		get: d.rebind(`SELECT ` + ledgerRead + ` FROM ledger WHERE` + key),
-		baseline: d.rebind(`UPDATE ledger SET baseline_amount = ?, baseline_refund_ids = ?, note = ?, updated_at = ?
+		baseline: d.rebind(`UPDATE ledger SET payment_id = ?, baseline_amount = ?, baseline_refund_ids = ?, note = ?, updated_at = ?
 			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		done: d.rebind(`UPDATE ledger SET state = 'done', payment_id = ?, result = ?, description = ?, reply = ?,
 				note = '', updated_at = ?
@@ -276,7 +283,7 @@ func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
 	c.State = CallState(state)
 	switch {
 	case amount.Valid:
-		b := RefundBaseline{Amount: amount.Int64}
+		b := RefundBaseline{PaymentID: c.PaymentID, Amount: amount.Int64}
 		if err := json.Unmarshal([]byte(ids), &b.RefundIDs); err != nil {
 			return Call{}, fmt.Errorf("store: read call %s: baseline refund ids: %w", key, err)
 		}
@@ -321,8 +328,19 @@ func (s *sqlStore) SetBaseline(ctx context.Context, key CallKey, claim string, b
 	if err != nil {
 		return fmt.Errorf("store: call %s baseline: %w", key, err)
 	}
-	return s.finishCall(ctx, "baseline", key, s.lq.baseline, b.Amount, string(text), baselineNote, s.d.timeArg(now),
+	return s.finishCall(ctx, "baseline", key, s.lq.baseline, b.PaymentID, b.Amount, string(text), baselineNote, s.d.timeArg(now),
 		key.GoID, key.Operation, key.Hash, claim)
+}
+
+func (s *sqlStore) UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) (int, error) {
+	var n int
+	err := s.w.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM ledger
+		WHERE goid = ? AND payment_id = ? AND state IN ('pending', 'in_doubt') AND baseline_amount IS NOT NULL
+			AND NOT (operation = ? AND request_hash = ?)`), goid, paymentID, except.Operation, except.Hash).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: unsettled refunds of payment %d: %w", paymentID, err)
+	}
+	return n, nil
 }
 
 func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error {

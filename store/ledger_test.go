@@ -128,7 +128,7 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		require.True(t, claimed)
 		// The baseline is written before the POST, on the claim only.
 		at := t0.Add(3 * time.Second)
-		b := store.RefundBaseline{Amount: 3000, RefundIDs: []int64{7, 3000000009}}
+		b := store.RefundBaseline{PaymentID: 3000000001, Amount: 3000, RefundIDs: []int64{7, 3000000009}}
 		assert.ErrorIs(t, s.SetBaseline(ctx, key, "not-my-claim", b, at), store.ErrNotClaimed)
 		require.NoError(t, s.SetBaseline(ctx, key, c.Claim, b, at))
 
@@ -236,6 +236,41 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		}
 		wg.Wait()
 		assert.Equal(t, 1, won["x"])
+	})
+
+	// Refunds of a payment whose POST may have been sent (a baseline) and
+	// whose outcome is not settled, others than the asking one.
+	t.Run("LedgerUnsettledRefunds", func(t *testing.T) {
+		s := open(t, fresh(t))
+		k := func(h string) store.CallKey {
+			return store.CallKey{GoID: 1, Operation: "partiallyRefundPayment", Hash: h}
+		}
+		claim := func(h string) string {
+			c, claimed, err := s.ClaimCall(ctx, k(h), t0, window)
+			require.NoError(t, err)
+			require.True(t, claimed)
+			return c.Claim
+		}
+		a, b, c := claim("a"), claim("b"), claim("c")
+		claim("d") // pending without a baseline: never reached the gateway
+		require.NoError(t, s.SetBaseline(ctx, k("a"), a, store.RefundBaseline{PaymentID: 7, Amount: 3000}, t0))
+		require.NoError(t, s.SetBaseline(ctx, k("b"), b, store.RefundBaseline{PaymentID: 7, Amount: 500}, t0))
+		require.NoError(t, s.SetBaseline(ctx, k("c"), c, store.RefundBaseline{PaymentID: 8, Amount: 3000}, t0))
+		n, err := s.UnsettledRefunds(ctx, 1, 7, k("a"))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "b (a asks; c is another payment's, d sent nothing)")
+		require.NoError(t, s.CallInDoubt(ctx, k("b"), b, "lost", t0))
+		n, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "in doubt counts")
+		require.NoError(t, s.CallDone(ctx, k("b"), b, store.CallRecord{PaymentID: 7, Result: "FINISHED"}, t0))
+		require.NoError(t, s.CallNotDone(ctx, k("a"), a))
+		n, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
+		require.NoError(t, err)
+		assert.Zero(t, n, "settled")
+		n, err = s.UnsettledRefunds(ctx, 2, 7, k("x"))
+		require.NoError(t, err)
+		assert.Zero(t, n, "another merchant's")
 	})
 
 	// The refund lock: one holder across stores (replicas) on one database.

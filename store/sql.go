@@ -79,7 +79,15 @@ type queries struct {
 
 const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at, payment_channels`
 const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at, s.payment_channels`
-const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id, unsigned`
+const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id`
+
+// unsignedScheme marks, in the url column, a notification queued without
+// its signature (Notification.Unsigned). A prefix rather than a column of
+// its own: a replica of an earlier version, still running during a rolling
+// upgrade, reads such a row as a URL of an unknown scheme and fails the
+// attempt (it is retried, and signed by a current replica) instead of
+// sending the shop a notification without its signature.
+const unsignedScheme = "unsigned:"
 
 func (d *dialect) queries() queries {
 	return queries{
@@ -101,8 +109,8 @@ func (d *dialect) queries() queries {
 			FROM sessions s LEFT JOIN session_tokens t ON t.payment_id = s.payment_id
 			WHERE s.parent_id = ? ORDER BY s.payment_id`),
 		enqueue: d.rebind(`INSERT INTO outbox
-				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at, request_id, unsigned)
-			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?, ?, ?)
+				(dedupe_key, goid, payment_id, url, state, attempts, next_attempt, last_error, created_at, updated_at, request_id)
+			VALUES (?, ?, ?, ?, 'pending', 0, ?, '', ?, ?, ?)
 			ON CONFLICT (dedupe_key) DO NOTHING`),
 		// One statement, so choosing rows and leasing them is atomic: on
 		// SQLite a write statement holds the write lock from its start, on
@@ -248,9 +256,13 @@ func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {
 	if n.NextAttempt.IsZero() {
 		n.NextAttempt = n.CreatedAt // due at once
 	}
+	target := n.URL
+	if n.Unsigned {
+		target = unsignedScheme + target
+	}
 	res, err := s.w.ExecContext(ctx, s.q.enqueue,
-		n.Key, n.GoID, n.PaymentID, n.URL,
-		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t), n.RequestID, n.Unsigned)
+		n.Key, n.GoID, n.PaymentID, target,
+		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t), n.RequestID)
 	if err != nil {
 		return false, fmt.Errorf("store: enqueue notification %q: %w", n.Key, err)
 	}
@@ -278,9 +290,10 @@ func (s *sqlStore) Claim(ctx context.Context, at time.Time, limit int, lease tim
 	for rows.Next() {
 		var n Notification
 		if err := rows.Scan(&n.ID, &n.GoID, &n.PaymentID, &n.Key, &n.URL, &n.Attempts,
-			timeScan{&n.NextAttempt}, &n.LastError, timeScan{&n.CreatedAt}, &n.RequestID, &n.Unsigned); err != nil {
+			timeScan{&n.NextAttempt}, &n.LastError, timeScan{&n.CreatedAt}, &n.RequestID); err != nil {
 			return nil, fmt.Errorf("store: claim notifications: %w", err)
 		}
+		n.URL, n.Unsigned = strings.CutPrefix(n.URL, unsignedScheme)
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

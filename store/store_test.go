@@ -35,6 +35,20 @@ func open(t testing.TB, dsn string) store.Store {
 	return s
 }
 
+// rawDB opens dsn (a test's SQLite file or PostgreSQL URL) with its
+// database/sql driver, to see rows as stored.
+func rawDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	driver := "sqlite"
+	if strings.HasPrefix(dsn, "postgres") {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestSQLite(t *testing.T) {
 	suite(t, sqliteDSN)
 	ledgerSuite(t, sqliteDSN)
@@ -68,6 +82,33 @@ func suite(t *testing.T, fresh freshDSN) {
 			ids[n.PaymentID] = n.RequestID
 		}
 		assert.Equal(t, map[int64]string{7: "req-abc", 8: ""}, ids)
+	})
+
+	// A notification queued unsigned comes back unsigned with its URL as
+	// given, while its row's url starts with a scheme no sender knows: a
+	// replica of an earlier version fails the attempt instead of sending
+	// the shop a notification without its signature.
+	t.Run("NotificationUnsigned", func(t *testing.T) {
+		dsn := fresh(t)
+		s := open(t, dsn)
+		_, err := s.Enqueue(ctx, store.Notification{GoID: 1, PaymentID: 9, Key: "9:PAID", URL: "https://shop/n?id=9", Unsigned: true})
+		require.NoError(t, err)
+		_, err = s.Enqueue(ctx, store.Notification{GoID: 1, PaymentID: 10, Key: "10:PAID", URL: "https://shop/n?id=10&sig=x"})
+		require.NoError(t, err)
+		got, err := s.Claim(ctx, time.Now().Add(time.Second), 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		byID := map[int64]store.Notification{got[0].PaymentID: got[0], got[1].PaymentID: got[1]}
+		assert.True(t, byID[9].Unsigned)
+		assert.Equal(t, "https://shop/n?id=9", byID[9].URL)
+		assert.False(t, byID[10].Unsigned)
+		assert.Equal(t, "https://shop/n?id=10&sig=x", byID[10].URL)
+
+		var raw string
+		require.NoError(t, rawDB(t, dsn).QueryRowContext(ctx, "SELECT url FROM outbox WHERE payment_id = 9").Scan(&raw))
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		assert.Equal(t, "unsigned", u.Scheme, "an earlier version's HTTP client refuses the row: %s", raw)
 	})
 
 	// The children of a recurring parent: the sessions naming it, oldest

@@ -295,17 +295,18 @@ type adminMerchant struct {
 }
 
 type adminServer struct {
-	cfg     Config
-	m       *metrics.Metrics
-	st      store.Store
-	p       *probes
-	ready   *readiness
-	started time.Time
-	log     *zap.Logger
+	// merchants are those in force (a reload changes them).
+	merchants func() []Merchant
+	m         *metrics.Metrics
+	st        store.Store
+	p         *probes
+	ready     *readiness
+	started   time.Time
+	log       *zap.Logger
 }
 
-func newAdminHandler(cfg Config, m *metrics.Metrics, st store.Store, p *probes, rd *readiness, log *zap.Logger) http.Handler {
-	a := &adminServer{cfg: cfg, m: m, st: st, p: p, ready: rd, started: time.Now(), log: log}
+func newAdminHandler(merchants func() []Merchant, m *metrics.Metrics, st store.Store, p *probes, rd *readiness, log *zap.Logger) http.Handler {
+	a := &adminServer{merchants: merchants, m: m, st: st, p: p, ready: rd, started: time.Now(), log: log}
 	m.SetReadiness(rd.ready)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(log)}))
@@ -404,7 +405,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 	calls := a.m.Usage()
 	var ms []adminMerchant
-	for _, m := range a.cfg.Merchants {
+	for _, m := range a.merchants() {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
 			Usage: calls[strconv.FormatInt(m.GoID, 10)]}
@@ -436,7 +437,7 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 
 // startAdmin serves the admin listener and runs the dependency probes
 // until the returned stop is called.
-func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
+func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
@@ -446,7 +447,7 @@ func startAdmin(cfg Config, met *metrics.Metrics, st store.Store, gatewayURL str
 	var probing sync.WaitGroup
 	probing.Go(func() { p.run(ctx) })
 	srv := &http.Server{
-		Handler:           withReportPages(newAdminHandler(cfg, met, st, p, rd, log), pages),
+		Handler:           withReportPages(newAdminHandler(merchants, met, st, p, rd, log), pages),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(log),

@@ -65,7 +65,7 @@ func newAdminEnv(t *testing.T, gatewayURL string) *adminEnv {
 	e := &adminEnv{m: metrics.New(metrics.Options{}), st: newSwitchStore(t)}
 	e.ready = newReadiness(nil)
 	e.p = newProbes(e.st, gatewayURL, e.m, zap.NewNop())
-	e.h = newAdminHandler(Config{}, e.m, e.st, e.p, e.ready, zap.NewNop())
+	e.h = newAdminHandler(func() []Merchant { return nil }, e.m, e.st, e.p, e.ready, zap.NewNop())
 	return e
 }
 

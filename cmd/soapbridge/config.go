@@ -47,7 +47,7 @@ type Config struct {
 	ReadTimeout     time.Duration `yaml:"read_timeout" help:"time to read a whole request"`
 	WriteTimeout    time.Duration `yaml:"write_timeout" help:"time to handle a request and write its reply"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout" help:"keep-alive time of an idle connection"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"time in-flight requests get to finish on SIGTERM/SIGINT; at least the call deadline. Default: the call deadline + 5s"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"time in-flight requests get to finish on SIGTERM/SIGINT; at least the call deadline plus the REST timeout. Default: their sum + 5s"`
 	CallDeadline    time.Duration `yaml:"call_deadline" help:"deadline of a whole SOAP call or browser flow; under the write timeout, over the REST timeout"`
 	RESTTimeout     time.Duration `yaml:"rest_timeout" help:"timeout of one REST gateway call; a money-moving POST starts only with this much of the call deadline left"`
 
@@ -105,9 +105,10 @@ type Merchant = operations.Merchant
 // merchant is configured.
 var demoMerchant = Merchant{Account: sandbox.DemoAccount, SecureKey: sandbox.DemoSecureKey}
 
-// shutdownMargin is added to the call deadline for the default shutdown
-// timeout: a call that started just before SIGTERM ends by its deadline,
-// and its reply still has to be written.
+// shutdownMargin is added to the call deadline and the REST timeout for the
+// default shutdown timeout: a call that started just before SIGTERM ends by
+// its deadline, a reconciliation after it takes up to one REST timeout, and
+// the reply still has to be written.
 const shutdownMargin = 5 * time.Second
 
 // defaultConfig holds every default of the bridge's own settings; the
@@ -174,7 +175,7 @@ func (c *Config) validate() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	c.SandboxPublicURL = strings.TrimRight(c.SandboxPublicURL, "/")
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = c.CallDeadline + shutdownMargin
+		c.ShutdownTimeout = c.CallDeadline + c.RESTTimeout + shutdownMargin
 	}
 	sandbox := c.GatewayURL == ""
 	_, proxiesErr := access.ParseNetworks(c.TrustedProxies)
@@ -219,8 +220,9 @@ func (c *Config) validate() error {
 		{when(c.WriteTimeout > 0 && c.CallDeadline+c.RESTTimeout >= c.WriteTimeout, "call deadline %v plus the REST timeout %v must be shorter than the "+
 			"write timeout %v: after a reply lost at the deadline, reconciliation takes up to one REST timeout more, and the answer must be written "+
 			"before the connection is cut", c.CallDeadline, c.RESTTimeout, c.WriteTimeout), "call_deadline rest_timeout write_timeout"},
-		{when(c.ShutdownTimeout < c.CallDeadline, "shutdown timeout %v is shorter than the call deadline %v: SIGTERM would cut calls in flight "+
-			"(a capture could happen with no reply to the e-shop)", c.ShutdownTimeout, c.CallDeadline), "shutdown_timeout"},
+		{when(c.ShutdownTimeout < c.CallDeadline+c.RESTTimeout, "shutdown timeout %v is shorter than the call deadline %v plus the REST timeout %v: "+
+			"SIGTERM would cut calls in flight or the reconciliation after a reply lost at the deadline (a capture could happen with no reply to "+
+			"the e-shop)", c.ShutdownTimeout, c.CallDeadline, c.RESTTimeout), "shutdown_timeout"},
 		{when(c.ReturnStatusTimeout <= 0 || c.ReturnStatusTimeout > c.WriteTimeout && c.WriteTimeout > 0,
 			"return status timeout: %v must be positive and within the write timeout (%v)", c.ReturnStatusTimeout, c.WriteTimeout), "return_status_timeout"},
 		{badURL("gateway URL", c.GatewayURL), "gateway_url"},

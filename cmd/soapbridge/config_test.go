@@ -231,7 +231,7 @@ merchants:
 		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
 			want: "replay window 1s is under a minute"},
 		{name: "replay window under deadline plus stale margin", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 70s}\n",
-			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay window 1m10s must be longer than the call deadline plus 30s (1m15s): a repeat of a call still under way would act again (merchants[0].replay_window in the config file)"},
+			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay window 1m10s must be longer than the call deadline plus the REST timeout plus 20s (1m15s): a repeat of a call still under way would act again (merchants[0].replay_window in the config file)"},
 		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {
@@ -263,13 +263,13 @@ func TestConfigDeadlineDefaults(t *testing.T) {
 	assert.Equal(t, restbackend.DefaultTimeout, cfg.RESTTimeout)
 	assert.Greater(t, cfg.CallDeadline, cfg.RESTTimeout)
 	assert.Less(t, cfg.CallDeadline, cfg.WriteTimeout)
-	assert.Equal(t, 30*time.Second, cfg.ShutdownTimeout, "deadline + margin")
+	assert.Equal(t, 40*time.Second, cfg.ShutdownTimeout, "deadline + REST timeout + margin")
 	assert.Equal(t, store.DefaultRetention(), cfg.Retention())
 	assert.Equal(t, operations.DefaultReplayWindow, cfg.Merchants[0].ReplayWindow)
 
 	cfg, err = loadConfig([]string{"-call-deadline", "40s", "-retain-ledger", "1000h"}, envOf(nil))
 	require.NoError(t, err)
-	assert.Equal(t, 45*time.Second, cfg.ShutdownTimeout)
+	assert.Equal(t, 55*time.Second, cfg.ShutdownTimeout)
 	assert.Equal(t, 1000*time.Hour, cfg.Retention().Ledger)
 }
 

@@ -267,27 +267,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		closers = append(closers, func() { stopPurge(); purgeDone.Wait() })
 	}
 
-	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
-		stopAdmin, err := startAdmin(cfg, met, st, gatewayURL, ready, pages, log.Named("admin"))
-		if err != nil {
-			return err
-		}
-		closers = append(closers, stopAdmin)
-	}
-
 	// The gateway is asked for every merchant's token once the bridge
 	// serves, and for the merchants a reload adds or changes (startup.go).
+	// Reloads end before the probes are waited for (a reload starts one).
 	probeCtx, stopProbe := context.WithCancel(ctx)
-	var probeDone sync.WaitGroup
-	defer func() { stopProbe(); probeDone.Wait() }()
+	var probeDone, reloads sync.WaitGroup
+	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopReloads(); reloads.Wait(); stopProbe(); probeDone.Wait() }()
 	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(next Config) error {
-		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
-			return coreProblems(next, ps)
-		}
+		// Everything that can refuse comes before anything changes.
 		g, err := newGuard(next, proxies, met, log)
 		if err != nil {
 			return err // validated: not expected
+		}
+		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			return coreProblems(next, ps)
 		}
 		sharing.adopt(context.WithoutCancel(ctx), g) // its share of each rate before it serves
 		guard.g.Store(g)
@@ -300,9 +294,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}, counted: met.ConfigReloaded, applied: func(fresh []Merchant) {
 		probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, fresh, "after a reload", log.Named("gateway")) })
 	}}
-	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
-	closers = append(closers, stopReloads)
-	go func() {
+	reloads.Go(func() {
 		for {
 			select {
 			case <-reloadCtx.Done():
@@ -311,9 +303,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				rl.reload("SIGHUP") //nolint:errcheck // logged and counted
 			}
 		}
-	}()
+	})
 	if cfg.WatchConfig && cfg.ConfigFile != "" {
-		go rl.watch(reloadCtx)
+		reloads.Go(func() { rl.watch(reloadCtx) })
+	}
+
+	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
+		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
+		stopAdmin, err := startAdmin(cfg, rl.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stopAdmin)
 	}
 
 	srv := newHTTPServer(cfg, e, log)

@@ -530,11 +530,10 @@ func TestMoneyLateReplyAtDeadline(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	ids := operations.FormatInt(id)
-	digest, ok := operations.SignedDigest(demoSecureKey, sign(t, operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě")...),
-		operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě"))
-	require.True(t, ok)
+	// The ledger names a call by its signed fields, without the key.
+	signed := strings.Join(operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě"), "|")
 	goid, _ := strconv.ParseInt(demoGoID, 10, 64)
-	key := store.CallKey{GoID: goid, Operation: "partiallyRefundPayment", Hash: store.RequestHash("partiallyRefundPayment", digest)}
+	key := store.CallKey{GoID: goid, Operation: "partiallyRefundPayment", Hash: store.RequestHash("partiallyRefundPayment", signed)}
 	entry, claimed, err := st.ClaimCall(context.Background(), key, time.Now(), 24*time.Hour)
 	require.NoError(t, err)
 	require.False(t, claimed, "the entry was written")

@@ -52,6 +52,8 @@ type reloader struct {
 
 	mu  sync.Mutex
 	cur Config
+	// inForce is cur's merchants, read without the lock (the status page).
+	inForce atomic.Pointer[[]Merchant]
 	// seen is the content of the config file the last reload read (or the
 	// start did): the watcher reloads when the file differs from it.
 	seen [sha256.Size]byte
@@ -79,6 +81,7 @@ func (r *reloader) reload(why string) error {
 	}
 	added, removed, changed := merchantChanges(r.cur.Merchants, next.Merchants)
 	r.cur = next
+	r.inForce.Store(&next.Merchants)
 	if fresh := merchantsOf(next.Merchants, append(added, changed...)); r.applied != nil && len(fresh) > 0 {
 		r.applied(fresh)
 	}
@@ -87,13 +90,23 @@ func (r *reloader) reload(why string) error {
 	return nil
 }
 
+// merchants are the merchants in force.
+func (r *reloader) merchants() []Merchant {
+	if ms := r.inForce.Load(); ms != nil {
+		return *ms
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur.Merchants
+}
+
 // fixedSettingsChanged names the settings of next that differ from cur but
 // cannot change while the bridge runs (listen addresses, the database…).
 func fixedSettingsChanged(cur, next Config) error {
 	a, b := fieldsOf(&cur), fieldsOf(&next)
 	var keys []string
 	for i := range a {
-		if !strings.Contains(strings.Join(reloadable, " "), a[i].key) &&
+		if !slices.Contains(reloadable, a[i].key) &&
 			!reflect.DeepEqual(reflect.ValueOf(a[i].ptr).Elem().Interface(), reflect.ValueOf(b[i].ptr).Elem().Interface()) {
 			keys = append(keys, a[i].key)
 		}

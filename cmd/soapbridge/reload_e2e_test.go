@@ -180,6 +180,8 @@ func TestReloadUnderLoad(t *testing.T) {
 	b.waitLog(1, "configuration reloaded", `"added":[8123456790]`)
 	b.waitLog(1, "the gateway issued tokens after a reload", `"merchants":[8123456790]`)
 	createFor(t, b.URL, shopB, "RL-B-1")
+	_, page := adminGet(t, b.AdminURL+"/")
+	assert.Contains(t, page, "<td>8123456790</td>", "the status page shows the merchants in force")
 
 	// A config with a mistake: refused, named, the one in force kept.
 	require.NoError(t, os.WriteFile(path, []byte("merchants:\n  - goid: 8123456789\n    secure_keyy: x\n"), 0o600))
@@ -210,6 +212,8 @@ func TestReloadUnderLoad(t *testing.T) {
 		str("encryptedSignature", "00")+long("paymentSessionId", id)+long("targetGoId", shopB.goid)+`</paymentSessionInfo>`, "gone")
 	require.NoError(t, err)
 	assert.Contains(t, flowText(doc, "resultDescription"), "unknown targetGoId 8123456790", "a removed shop is refused")
+	_, page = adminGet(t, b.AdminURL+"/")
+	assert.NotContains(t, page, "<td>8123456790</td>", "nor shown")
 
 	load.finish(t)
 	t.Logf("%d paymentStatus calls during five reloads, none failed", load.calls.Load())

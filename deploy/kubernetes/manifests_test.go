@@ -304,8 +304,9 @@ func TestDeployment(t *testing.T) {
 	// Graceful termination outlasts the preStop pause, the shutdown
 	// timeout and a call started at its last moment.
 	deadline := envDuration(t, c, "SOAPBRIDGE_CALL_DEADLINE")
+	rest := envDuration(t, c, "SOAPBRIDGE_REST_TIMEOUT")
 	shutdown := envDuration(t, c, "SOAPBRIDGE_SHUTDOWN_TIMEOUT")
-	assert.GreaterOrEqual(t, shutdown, deadline, "the bridge refuses a shutdown timeout under the call deadline")
+	assert.GreaterOrEqual(t, shutdown, deadline+rest, "the bridge refuses a shutdown timeout under the call deadline plus the REST timeout")
 	require.NotNil(t, c.Lifecycle)
 	require.NotNil(t, c.Lifecycle.PreStop)
 	require.NotNil(t, c.Lifecycle.PreStop.Sleep, "no shell in the image: the kubelet's sleep")
