@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: run test test-go deps vet fmt-check fuzz bench build load load-quick
+.PHONY: run test test-go test-race deps vet fmt-check fuzz bench build load load-quick
 
 # Runs the bridge on the embedded sandbox gateway (no account, no network).
 # The sandbox keeps its payments in SOAPBRIDGE_SANDBOX_STATE, next to the
@@ -14,14 +14,19 @@ run:
 	SOAPBRIDGE_SANDBOX_STATE='$(SOAPBRIDGE_SANDBOX_STATE)' $(GO) run ./cmd/soapbridge
 
 # Installs what the tests need when it is missing (php-cli, php-soap,
-# libaxis-java, chromium, playwright-core, PostgreSQL), then runs every test.
-test: deps vet test-go
+# libaxis-java, chromium, playwright-core, PostgreSQL), then runs every pass:
+# the gofmt gate, go vet, the tests, and the tests of the packages with
+# concurrent state under the race detector. Each pass runs whatever an
+# earlier one did; a summary at the end lists each pass's result and every
+# failed package and test, and the exit status is non-zero if any failed.
+test:
+	@MAKE='$(MAKE)' bash .ci/passes deps fmt-check vet test-go test-race
 
 deps:
 	bash .ci/install-deps
 	bash .ci/start-postgres
 
-vet: fmt-check
+vet:
 	$(GO) vet ./...
 
 # Every Go file of the tree, tracked by git or not (git is not needed):
@@ -36,6 +41,8 @@ fmt-check:
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
+
+test-race:
 	$(GO) test -count=1 -race -timeout 20m ./restbackend/... ./store/...
 
 build:
