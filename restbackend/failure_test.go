@@ -211,19 +211,19 @@ func TestPostNotRetriedOnServerError(t *testing.T) {
 
 // hang holds a call until the client gives up on it.
 func hang(_ http.ResponseWriter, r *http.Request, _ *recorded) {
-	select {
-	case <-r.Context().Done():
-	case <-time.After(10 * time.Second):
-	}
+	<-r.Context().Done()
 }
 
+// The gateway holds every call until the client gives up, so each timeout
+// below fires whatever the machine's load; the timeouts are only long
+// enough (a second and more) for the request to be sent first.
 func TestTimeout(t *testing.T) {
 	t.Run("context deadline, POST", func(t *testing.T) {
 		g := newFakeGateway(t)
 		g.setAPI(hang)
-		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 		defer cancel()
-		c := g.client(func(c *restbackend.Config) { c.Timeout = 200 * time.Millisecond })
+		c := g.client(func(c *restbackend.Config) { c.Timeout = time.Second })
 		_, err := c.Refund(ctx, testCreds, pid, 100)
 		te := asTransportError(t, err)
 		assert.True(t, te.Timeout)
@@ -235,22 +235,26 @@ func TestTimeout(t *testing.T) {
 	t.Run("context deadline, GET", func(t *testing.T) {
 		g := newFakeGateway(t)
 		g.setAPI(hang)
-		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(bg, time.Second)
 		defer cancel()
 		_, err := g.client().PaymentStatus(ctx, testCreds, pid)
-		assert.True(t, asTransportError(t, err).Timeout)
+		te := asTransportError(t, err)
+		assert.True(t, te.Timeout)
+		assert.Equal(t, "payment status", te.Op)
 		assert.Equal(t, 1, g.callCount(), "no retry once the deadline passed")
 	})
 	t.Run("Config.Timeout when the context has none", func(t *testing.T) {
 		g := newFakeGateway(t)
 		g.setAPI(hang)
-		c := g.client(func(c *restbackend.Config) { c.Timeout = 200 * time.Millisecond })
+		c := g.client(func(c *restbackend.Config) { c.Timeout = time.Second })
 		_, err := c.CreatePayment(bg, testCreds, fullPayment)
-		assert.True(t, asTransportError(t, err).Timeout)
+		te := asTransportError(t, err)
+		assert.True(t, te.Timeout)
+		assert.Equal(t, "create payment", te.Op)
 	})
 	t.Run("waiting for a shared token", func(t *testing.T) {
 		g := newFakeGateway(t)
-		g.tokenDelay = time.Second
+		defer g.holdToken()() // the token never comes while the call waits
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 		defer cancel()
 		_, err := g.client().PaymentStatus(ctx, testCreds, pid)
@@ -385,16 +389,21 @@ func TestMalformedReplies(t *testing.T) {
 // 100 concurrent calls with a cold cache make exactly one token request.
 func TestTokenSingleflight(t *testing.T) {
 	g := newFakeGateway(t)
-	g.tokenDelay = 100 * time.Millisecond // the calls pile up behind the first token request
+	release := g.holdToken() // the calls pile up behind the first token request
 	c := g.client()
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	errs := make(chan error, 100)
+	started.Add(100)
 	for range 100 {
 		wg.Go(func() {
+			started.Done()
 			_, err := c.PaymentStatus(bg, testCreds, pid)
 			errs <- err
 		})
 	}
+	started.Wait()
+	require.Eventually(t, func() bool { return g.tokenCount() > 0 }, time.Minute, time.Millisecond, "the first token request")
+	release()
 	wg.Wait()
 	close(errs)
 	for err := range errs {

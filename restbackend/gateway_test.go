@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/legacybridge/soapbridge/restbackend"
 )
@@ -46,19 +45,36 @@ type fakeGateway struct {
 	tokenCalls []*recorded
 	issued     int
 	valid      map[string]bool
-	ttl        int64         // expires_in of issued tokens
-	tokenDelay time.Duration // lets concurrent callers pile up on the token request
-	api        func(w http.ResponseWriter, r *http.Request, rec *recorded)
+	ttl        int64 // expires_in of issued tokens
+	// tokenHold, when set, holds every token request until it is closed
+	// (or the client gives up): concurrent callers pile up behind the
+	// first, or a caller's deadline passes while it waits.
+	tokenHold chan struct{}
+	api       func(w http.ResponseWriter, r *http.Request, rec *recorded)
+	// closing is closed when the test ends, before the server stops:
+	// whatever a handler still holds is let go.
+	closing chan struct{}
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
-	g := &fakeGateway{t: t, valid: map[string]bool{}, ttl: 1800}
+	g := &fakeGateway{t: t, valid: map[string]bool{}, ttl: 1800, closing: make(chan struct{})}
 	g.api = func(w http.ResponseWriter, _ *http.Request, _ *recorded) {
 		writeJSON(w, http.StatusOK, `{"id":3000000001,"order_number":"ORD-1","state":"CREATED","amount":1000,"currency":"CZK"}`)
 	}
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
-	t.Cleanup(g.srv.Close)
+	t.Cleanup(func() { close(g.closing); g.srv.Close() })
 	return g
+}
+
+// holdToken makes token requests wait until the returned release is
+// called (or their client gives up).
+func (g *fakeGateway) holdToken() (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	g.mu.Lock()
+	g.tokenHold = ch
+	g.mu.Unlock()
+	return func() { once.Do(func() { close(ch) }) }
 }
 
 func (g *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -83,14 +99,22 @@ func (g *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 func (g *fakeGateway) serveToken(w http.ResponseWriter, r *http.Request, rec *recorded) {
 	g.mu.Lock()
 	g.tokenCalls = append(g.tokenCalls, rec)
-	delay := g.tokenDelay
+	hold := g.tokenHold
 	g.mu.Unlock()
 	id, secret, _ := r.BasicAuth()
 	if !(id == testCreds.ClientID && secret == testCreds.ClientSecret) && !(id == otherCreds.ClientID && secret == otherCreds.ClientSecret) {
 		writeJSON(w, http.StatusUnauthorized, `{"errors":[{"scope":"G","error_code":202,"error_name":"AUTH_WRONG_CREDENTIALS","message":"wrong credentials"}]}`)
 		return
 	}
-	time.Sleep(delay)
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		case <-g.closing:
+			return
+		}
+	}
 	g.mu.Lock()
 	g.issued++
 	tok := fmt.Sprintf("%s%d", tokenPrefix, g.issued)

@@ -131,8 +131,10 @@ func (e *sandboxEnv) exists(id int64) bool {
 }
 
 // proxyTimeout is the REST timeout of the client behind the fault proxy:
-// the delay and hang faults last longer.
-const proxyTimeout = 800 * time.Millisecond
+// long enough for a call to pass the proxy on a loaded machine. The delay
+// and hang faults hold their request until the client gives up, so they
+// time out whatever the machine's speed.
+const proxyTimeout = 2 * time.Second
 
 // TestOutcomeUnderFaults runs every call that moves money through the
 // fault proxy under every fault: a success only when the gateway acted and
@@ -147,14 +149,20 @@ func TestOutcomeUnderFaults(t *testing.T) {
 		t.Run(op.name, func(t *testing.T) {
 			for _, f := range faults {
 				t.Run(f.String(), func(t *testing.T) {
+					t.Parallel() // each case has its own sandbox and proxy; the held ones wait out proxyTimeout
 					e := newSandboxEnv(t)
 					mc := op.setup(e)
 					p := faultproxy.New(e.url)
 					t.Cleanup(p.Close)
-					p.Add(faultproxy.Rule{Method: http.MethodPost, Path: op.path, Fault: f, Times: 1, Delay: 5 * proxyTimeout})
+					p.Add(faultproxy.Rule{Method: http.MethodPost, Path: op.path, Fault: f, Times: 1, Delay: time.Hour})
 					c := restbackend.New(restbackend.Config{BaseURL: p.URL(), Timeout: proxyTimeout})
 
 					err := mc.call(context.Background(), c)
+					if f == faultproxy.Delay || f == faultproxy.Hang {
+						// The client gave up; once the proxy saw it go, what
+						// the proxy forwarded has reached the gateway.
+						require.Eventually(t, func() bool { return p.GaveUp(http.MethodPost, op.path) == 1 }, time.Minute, time.Millisecond)
+					}
 					forwarded := p.Forwarded(http.MethodPost, op.path)
 					// A created payment's id comes from the reply alone: a
 					// wrong one cannot be told from it (see docs/money-safety.md).
@@ -223,7 +231,7 @@ func TestOutcomeNotDone(t *testing.T) {
 				assert.False(t, mc.moved())
 
 				// With the REST timeout left, it starts.
-				ctx2, cancel2 := context.WithTimeout(context.Background(), 11*time.Second)
+				ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel2()
 				require.NoError(t, mc.call(ctx2, c))
 				assert.True(t, mc.moved())

@@ -27,19 +27,50 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 	return c
 }
 
-// closedByServer reports whether the server closed c without a word.
+// closedByServer reports whether the server closed c without a word. (The
+// read's deadline is a safety net: a closed connection reads EOF at once.)
 func closedByServer(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := c.Read(make([]byte, 1))
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (err != nil && strings.Contains(err.Error(), "reset"))
 }
 
-// stillOpen reports whether c is open and idle (the read times out).
-func stillOpen(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	_, err := c.Read(make([]byte, 1))
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+// talks reports whether the client end c and the server end s of one
+// connection still carry bytes both ways: proof that the listener kept the
+// connection, where a quiet read could only show it was not closed yet.
+func talks(c, s net.Conn) bool {
+	ping, pong := make([]byte, 4), make([]byte, 4)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	s.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	defer s.SetDeadline(time.Time{})
+	if _, err := c.Write([]byte("ping")); err != nil {
+		return false
+	}
+	if _, err := io.ReadFull(s, ping); err != nil || string(ping) != "ping" {
+		return false
+	}
+	if _, err := s.Write([]byte("pong")); err != nil {
+		return false
+	}
+	_, err := io.ReadFull(c, pong)
+	return err == nil && string(pong) == "pong"
+}
+
+// healthy sends GET /healthz on c and reports whether the bridge answered
+// 200 on it (false when it closed c instead).
+func healthy(c net.Conn) bool {
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func TestConnectionCaps(t *testing.T) {
@@ -59,24 +90,25 @@ func TestConnectionCaps(t *testing.T) {
 	}()
 	addr := inner.Addr().String()
 
-	a1, a2 := dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)
-	first := <-accepted
-	<-accepted
+	a1 := dialFrom(t, "127.0.0.1", addr)
+	s1 := <-accepted
+	a2 := dialFrom(t, "127.0.0.1", addr)
+	s2 := <-accepted
 	a3 := dialFrom(t, "127.0.0.1", addr) // third from one address: over the per-address cap
 	assert.True(t, closedByServer(a3), "third connection from one address")
 	b1 := dialFrom(t, "127.0.0.2", addr) // another address: admitted (3 in all)
-	<-accepted
+	sb1 := <-accepted
 	c1 := dialFrom(t, "127.0.0.3", addr) // over the total cap
 	assert.True(t, closedByServer(c1), "fourth connection in all")
-	assert.True(t, stillOpen(a1) && stillOpen(a2) && stillOpen(b1), "admitted connections stay open")
+	assert.True(t, talks(a1, s1) && talks(a2, s2) && talks(b1, sb1), "admitted connections stay open")
 
 	// A closed connection gives its place back, once (a second Close
 	// must not free a second place).
-	require.NoError(t, first.Close())
-	first.Close()
+	require.NoError(t, s1.Close())
+	s1.Close()
 	a4 := dialFrom(t, "127.0.0.1", addr)
-	<-accepted
-	assert.True(t, stillOpen(a4))
+	s4 := <-accepted
+	assert.True(t, talks(a4, s4))
 	c2 := dialFrom(t, "127.0.0.3", addr)
 	assert.True(t, closedByServer(c2), "the total cap holds after a double Close")
 }
@@ -87,26 +119,19 @@ func TestBridgeCapsConnectionsPerAddress(t *testing.T) {
 	b := startInProcess(t, map[string]string{"SOAPBRIDGE_MAX_CONNECTIONS_PER_IP": "2"})
 	addr := strings.TrimPrefix(b.URL, "http://")
 	held := []net.Conn{dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)}
-	for _, c := range held {
-		require.True(t, stillOpen(c))
+	for i, c := range held {
+		require.True(t, healthy(c), "held connection %d is served", i)
 	}
 	assert.True(t, closedByServer(dialFrom(t, "127.0.0.1", addr)))
 
-	// The held connections are served.
-	_, err := held[0].Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
-	require.NoError(t, err)
-	held[0].SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(held[0]), nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	// The held connections are still served (keep-alive).
+	assert.True(t, healthy(held[0]))
 
-	// Closing one frees its place.
+	// Closing one frees its place: a new connection is served, once the
+	// server has seen the close (a connection dialled before that is
+	// closed by it, and the next one is tried).
 	held[1].Close()
-	require.Eventually(t, func() bool {
-		c := dialFrom(t, "127.0.0.1", addr)
-		return stillOpen(c)
-	}, 5*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return healthy(dialFrom(t, "127.0.0.1", addr)) }, time.Minute, 10*time.Millisecond)
 }
 
 func TestGlobalRateLimit(t *testing.T) {
@@ -181,17 +206,19 @@ func TestConnectionCapsSpareTrustedProxies(t *testing.T) {
 		}
 	}()
 	addr := inner.Addr().String()
-	var fromProxy []net.Conn
+	type pair struct{ c, s net.Conn }
+	var admitted []pair
 	for range 3 { // over the per-address cap of 2
-		fromProxy = append(fromProxy, dialFrom(t, "127.0.0.1", addr))
-		<-accepted
+		c := dialFrom(t, "127.0.0.1", addr)
+		admitted = append(admitted, pair{c, <-accepted})
 	}
-	other := []net.Conn{dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr)}
-	<-accepted
-	<-accepted
+	for range 2 {
+		c := dialFrom(t, "127.0.0.2", addr)
+		admitted = append(admitted, pair{c, <-accepted})
+	}
 	assert.True(t, closedByServer(dialFrom(t, "127.0.0.2", addr)), "another address keeps its cap")
-	for _, c := range append(fromProxy, other...) {
-		assert.True(t, stillOpen(c))
+	for _, p := range admitted {
+		assert.True(t, talks(p.c, p.s), "admitted connections stay open")
 	}
 	assert.True(t, closedByServer(dialFrom(t, "127.0.0.1", addr)), "the proxy within the total cap (5)")
 }

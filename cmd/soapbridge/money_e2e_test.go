@@ -3,7 +3,11 @@ package main
 // Money safety through the running binary: bridge → fault proxy → sandbox
 // gateway (in process, so the test reads its state directly). Times are
 // scaled down by configuration (REST timeout, call deadline) so the suite
-// runs in seconds; the order of events is what is checked.
+// runs in seconds; the order of events is what is checked. A reply that
+// must come after the bridge's timeout is held by the proxy until the
+// bridge gives up (never a delay racing the timeout), and every margin the
+// outcome depends on is a second or more, so a loaded machine cannot
+// change it.
 
 import (
 	"context"
@@ -287,7 +291,7 @@ var moneyFaults = []faultproxy.Fault{faultproxy.ResetBefore, faultproxy.ResetAft
 // the gateway did not perform, never a POST forwarded twice, money moved at
 // most once, and (where the outcome can be read back) exactly once.
 func TestMoneyFaultMatrix(t *testing.T) {
-	e := newMoneyEnv(t, "600ms", "3s")
+	e := newMoneyEnv(t, "2s", "6s")
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n%-30s %-13s %-58s %-58s %5s %5s\n", "operation", "fault", "first answer", "retry answer", "POSTs", "moves")
 	doubles := 0
@@ -302,7 +306,9 @@ func TestMoneyFaultMatrix(t *testing.T) {
 					id = e.payment(op.kind)
 				}
 				before := e.proxy.Forwarded(http.MethodPost, op.path)
-				e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: op.path, Fault: fault, Times: 1, Delay: 900 * time.Millisecond})
+				// Delay holds the reply until the bridge gives up (its REST
+				// timeout), whatever the machine's speed.
+				e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: op.path, Fault: fault, Times: 1, Delay: time.Hour})
 				first := op.call(e, id)
 				e.proxy.Clear()
 				movedFirst := op.moves(e, id)
@@ -396,22 +402,26 @@ func TestMoneyReplayRefundsOnce(t *testing.T) {
 
 // TestMoneyDeadline: a gateway slow on every call. Every SOAP call answers
 // by its deadline, no POST reaches the gateway after it, and a refund whose
-// reads leave less than the REST timeout is not attempted.
+// reads leave less than the REST timeout is not attempted. Each exchange
+// takes 1.5 s: a second under the 2.5 s REST timeout. One read leaves at
+// most 3.5 s of the 5 s deadline (a second more than the REST timeout: the
+// capture's POST starts), two leave at most 2 s (less: the refund's POST
+// does not), and a slower machine only leaves less.
 func TestMoneyDeadline(t *testing.T) {
-	const deadline = 2500 * time.Millisecond
-	e := newMoneyEnv(t, "1s", "2500ms")
+	const deadline = 5 * time.Second
+	e := newMoneyEnv(t, "2500ms", "5s")
 	partly := e.payment("plain")
 	require.True(t, e.soap("partiallyRefundPayment", refundRequestBody(t, partly, 1000, "první")).success())
 	auth := e.payment("preauth")
 
-	e.proxy.Add(faultproxy.Rule{Fault: faultproxy.Delay, Delay: 900 * time.Millisecond}) // every request
+	e.proxy.Add(faultproxy.Rule{Fault: faultproxy.Delay, Delay: 1500 * time.Millisecond}) // every request
 	refundsBefore := e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund")
 	for _, c := range []struct {
 		name string
 		call func() answer
 		want string
 	}{
-		// status 0.9 s + history 0.9 s: less than the REST timeout left.
+		// status 1.5 s + history 1.5 s: less than the REST timeout left.
 		{"refundPayment", func() answer { return e.soap("refundPayment", sessionInfoBody(t, partly)) }, "fault: not attempted"},
 		{"capturePayment", func() answer { return e.soap("capturePayment", sessionInfoBody(t, auth)) }, "FINISHED"},
 		{"paymentStatus", func() answer {
@@ -430,18 +440,23 @@ func TestMoneyDeadline(t *testing.T) {
 	assert.Equal(t, 1, e.refunds(partly))
 }
 
-// TestMoneySIGTERMDuringCapture: SIGTERM while a capture is held by a slow
-// gateway; the capture's reply reaches the client and the bridge exits 0.
+// TestMoneySIGTERMDuringCapture: SIGTERM while the gateway holds a
+// capture's reply; once the bridge is shutting down the reply is let go,
+// reaches the client, and the bridge exits 0. (The REST timeout is long:
+// the order of events, not its length, is what the test sets.)
 func TestMoneySIGTERMDuringCapture(t *testing.T) {
-	e := newMoneyEnv(t, "3s", "6s")
+	e := newMoneyEnv(t, "10s", "20s")
 	auth := e.payment("preauth")
-	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: "/api/payments/payment/*/capture", Fault: faultproxy.Delay,
-		Delay: 2 * time.Second, Times: 1})
+	const capture = "/api/payments/payment/*/capture"
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: capture, Fault: faultproxy.Hold, Times: 1})
 	got := make(chan answer, 1)
 	go func() { got <- e.soap("capturePayment", sessionInfoBody(t, auth)) }()
-	require.Eventually(t, func() bool { return e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/capture") == 1 },
-		5*time.Second, 10*time.Millisecond, "the capture reached the gateway")
+	require.Eventually(t, func() bool { return e.proxy.Holding(http.MethodPost, capture) == 1 },
+		time.Minute, 10*time.Millisecond, "the capture reached the gateway and its reply is held")
 	require.NoError(t, e.b.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return strings.Contains(e.b.log.String(), `"msg":"shutting down"`) },
+		time.Minute, 10*time.Millisecond, "the bridge took the SIGTERM")
+	e.proxy.Release()
 	a := <-got
 	assert.Equal(t, "FINISHED", a.String(), "the capture's reply reached the client")
 	select {
@@ -509,44 +524,91 @@ func TestMoneyCreateReplayOnlyWhileCreated(t *testing.T) {
 }
 
 // TestMoneyLateReplyAtDeadline is review finding 2's reproduction: the
-// refund's reads use the spare time (history GET +550 ms) and its POST's
-// reply comes after the REST timeout (+700 ms), so ≈0 of the 1.2 s deadline
-// is left when the outcome is unknown. The ledger entry is still written
-// (in doubt, or done when the reconciliation on its own context could
-// read the history) with the baseline persisted before the POST, and the
-// retry reconciles from that baseline: one refund, one POST.
+// refund's POST reply never comes (the proxy holds it until the bridge
+// gives up), so the outcome is unknown with less than the REST timeout of
+// the call deadline left; the reconciliation then runs on a context of its
+// own and ends after the call's deadline has passed. The ledger entry is
+// still written, with the baseline persisted before the POST, and a retry
+// settles from it: one refund, one POST. Both ends of the reconciliation
+// are run: its read held until it gives up too (the entry stays in doubt
+// and the retry reconciles) and its read released after the call deadline
+// (the entry is done and the first answer already FINISHED).
+//
+// Times: REST timeout T, deadline D; the history read before the POST is
+// delayed 1 s (a second under T) so the POST starts with at most D-1 s
+// left (at least T+1 s: it is attempted); it fails T later with less than
+// T left, so the reconciliation's own context outlives the deadline.
 func TestMoneyLateReplyAtDeadline(t *testing.T) {
-	e := newMoneyEnv(t, "600ms", "1200ms", withEnv("SOAPBRIDGE_SHUTDOWN_TIMEOUT=5s"))
-	id := e.payment("plain")
-	e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: "/api/payments/payment/*/refunds", Fault: faultproxy.Delay, Delay: 550 * time.Millisecond})
-	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: "/api/payments/payment/*/refund", Fault: faultproxy.Delay, Delay: 700 * time.Millisecond, Times: 1})
-	first := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
-	assert.Eventually(t, func() bool { return e.refunds(id) == 1 }, 5*time.Second, 20*time.Millisecond, "the gateway refunded")
-	t.Logf("first answer: %v", first)
-	assert.True(t, first.String() == "FINISHED" || strings.HasPrefix(first.String(), "fault: outcome unknown"), "%v", first)
+	const history, refund = "/api/payments/payment/*/refunds", "/api/payments/payment/*/refund"
+	setup := func(t *testing.T, restTimeout, deadline string) (*moneyEnv, int64, time.Time, <-chan answer) {
+		e := newMoneyEnv(t, restTimeout, deadline)
+		id := e.payment("plain")
+		e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: history, Fault: faultproxy.Delay, Delay: time.Second, Times: 1})
+		e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: refund, Fault: faultproxy.Hold, Times: 1})
+		e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: history, Fault: faultproxy.Hold}) // the reconciliation's read
+		start := time.Now()
+		got := make(chan answer, 1)
+		go func() { got <- e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě")) }()
+		require.Eventually(t, func() bool { return e.proxy.GaveUp(http.MethodPost, refund) == 1 }, time.Minute, 10*time.Millisecond,
+			"the bridge gave up on the refund POST")
+		assert.Equal(t, 1, e.refunds(id), "the gateway refunded")
+		require.Eventually(t, func() bool { return e.proxy.Holding(http.MethodGet, history) == 1 }, time.Minute, 10*time.Millisecond,
+			"the bridge reconciles")
+		return e, id, start, got
+	}
 
-	// The ledger as the bridge left it (the bridge's own SQLite file).
+	t.Run("reconciliation gives up: in doubt, the retry settles", func(t *testing.T) {
+		e, id, _, got := setup(t, "2s", "4s")
+		first := <-got // the reconciliation's read held until it gave up
+		assert.True(t, strings.HasPrefix(first.String(), "fault: outcome unknown"), "%v", first)
+		entry := e.ledgerEntry(id, "pozdě")
+		assert.Equal(t, store.CallInDoubt, entry.State)
+		assert.Contains(t, entry.Note, " baseline=ids:3000:", "the baseline was persisted")
+		assert.NotContains(t, e.b.log.String(), "ledger update failed")
+
+		e.proxy.Clear()
+		retry := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
+		assert.Equal(t, "FINISHED", retry.String(), "the retry reconciles from the baseline")
+		assert.Equal(t, 1, e.refunds(id), "no second refund")
+		assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, refund))
+	})
+
+	t.Run("reconciled after the deadline: done", func(t *testing.T) {
+		// T = 3 s, D = 5 s: the reconciliation's read is held until a
+		// second past the deadline (counted from before the call was
+		// sent), and its own timeout ends at least a second after that.
+		const deadline = 5 * time.Second
+		e, id, start, got := setup(t, "3s", "5s")
+		time.Sleep(time.Until(start.Add(deadline + time.Second)))
+		e.proxy.Release()
+		first := <-got
+		assert.Equal(t, "FINISHED", first.String(), "reconciled on its own context after the call deadline")
+		assert.Equal(t, store.CallDone, e.ledgerEntry(id, "pozdě").State)
+		assert.NotContains(t, e.b.log.String(), "ledger update failed")
+
+		e.proxy.Clear()
+		retry := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
+		assert.Equal(t, "FINISHED", retry.String(), "the retry is answered from the ledger")
+		assert.Equal(t, 1, e.refunds(id), "no second refund")
+		assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, refund))
+	})
+}
+
+// ledgerEntry reads, from the bridge's own SQLite file, the ledger entry of
+// the demo merchant's partiallyRefundPayment of 30 CZK with desc.
+func (e *moneyEnv) ledgerEntry(id int64, desc string) store.Call {
+	t := e.t
+	t.Helper()
 	st, err := store.Open(context.Background(), e.b.DB)
 	require.NoError(t, err)
 	defer st.Close()
 	ids := operations.FormatInt(id)
 	// The ledger names a call by its signed fields, without the key.
-	signed := strings.Join(operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", "pozdě"), "|")
+	signed := strings.Join(operations.RefundRequestFields(demoGoID, ids, "3000", "CZK", desc), "|")
 	goid, _ := strconv.ParseInt(demoGoID, 10, 64)
 	key := store.CallKey{GoID: goid, Operation: "partiallyRefundPayment", Hash: store.RequestHash("partiallyRefundPayment", signed)}
 	entry, claimed, err := st.ClaimCall(context.Background(), key, time.Now(), 24*time.Hour)
 	require.NoError(t, err)
 	require.False(t, claimed, "the entry was written")
-	if entry.State == store.CallInDoubt {
-		assert.Contains(t, entry.Note, " baseline=ids:3000:", "the baseline was persisted")
-	} else {
-		assert.Equal(t, store.CallDone, entry.State)
-	}
-	assert.NotContains(t, e.b.log.String(), "ledger update failed")
-
-	e.proxy.Clear()
-	retry := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "pozdě"))
-	assert.Equal(t, "FINISHED", retry.String(), "the retry reconciles from the baseline")
-	assert.Equal(t, 1, e.refunds(id), "no second refund")
-	assert.Equal(t, 1, e.proxy.Forwarded(http.MethodPost, "/api/payments/payment/*/refund"))
+	return entry
 }

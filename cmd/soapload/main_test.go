@@ -34,13 +34,15 @@ func TestMeasuresAgainstBaseline(t *testing.T) {
 	defer srv.Close()
 	body := filepath.Join(t.TempDir(), "touch.xml")
 	require.NoError(t, os.WriteFile(body, []byte("<x/>"), 0o600))
+	// Phases of a second: a closed-loop client sends only while its phase
+	// lasts, so a shorter one could end before a worker got the CPU.
 	var out strings.Builder
-	require.NoError(t, run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "touchReturn", "-c", "4", "-d", "200ms"}, &out))
+	require.NoError(t, run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "touchReturn", "-c", "4", "-d", "1s"}, &out))
 	assert.Contains(t, out.String(), "baseline GET /healthz:")
 	assert.Contains(t, out.String(), "ratio:")
 
 	// A reply without the wanted text is counted bad and fails the run.
-	err := run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "paymentStatusReturn", "-c", "2", "-d", "100ms"}, io.Discard)
+	err := run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "paymentStatusReturn", "-c", "2", "-d", "1s"}, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bad replies")
 }
@@ -54,7 +56,8 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "report.json")
 	var out strings.Builder
-	require.NoError(t, run([]string{"-quick", "-d", "150ms", "-slow-clients", "8", "-rate", "40", "-json", path}, &out))
+	// A second per phase, as above: every scenario must count good replies.
+	require.NoError(t, run([]string{"-quick", "-d", "1s", "-slow-clients", "8", "-rate", "40", "-json", path}, &out))
 	text := out.String()
 	assert.Contains(t, text, "touch / ceiling, throughput")
 	assert.Less(t, strings.Index(text, "\nfigure "), strings.Index(text, "\nscenario "), "ratios come first")

@@ -215,13 +215,25 @@ func (s *session) localize(text string) string {
 func shorten(cmd string) (string, []string) {
 	switch {
 	case cmd == "make bench":
-		return cmd, []string{"GOFLAGS=-benchtime=1x"}
+		// Added to the caller's GOFLAGS (make test's -trimpath): other
+		// flags would compile every package again.
+		return cmd, []string{"GOFLAGS=" + strings.TrimSpace(goflags()+" -benchtime=1x")}
 	case strings.HasPrefix(cmd, "go test ") && strings.Contains(cmd, "-bench"):
 		return cmd + " -benchtime=1x -count=1", nil
 	case strings.HasPrefix(cmd, "go run ./cmd/soapload "):
 		return regexp.MustCompile(`-d \S+`).ReplaceAllString(cmd, "-d 1s"), nil
 	}
 	return cmd, nil
+}
+
+// goflags is the GOFLAGS the go command sees: the environment's, else the
+// go env file's.
+func goflags() string {
+	if v, ok := os.LookupEnv("GOFLAGS"); ok {
+		return v
+	}
+	out, _ := exec.Command("go", "env", "GOFLAGS").Output()
+	return strings.TrimSpace(string(out))
 }
 
 // needTools skips (or under CI fails) when a command's program is absent.
@@ -265,7 +277,9 @@ func (s *session) run(b Block, doc string) {
 	t.Helper()
 	s.needTools(doc)
 	cmd, env := shorten(s.localize(doc))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A safety net, not a measure of speed: `make build` on a loaded
+	// machine compiles for minutes when its packages are not cached.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	c := s.command(ctx, cmd, env)
 	var out bytes.Buffer

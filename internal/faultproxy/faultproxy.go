@@ -1,9 +1,10 @@
 // Package faultproxy is an HTTP proxy for tests that sits between the bridge
 // and a gateway (the sandbox) and misbehaves on request: it resets
-// connections, answers errors, delays, truncates or garbles replies, or
-// swaps the payment id in them, before or after the request reached the
+// connections, answers errors, delays, holds, truncates or garbles replies,
+// or swaps the payment id in them, before or after the request reached the
 // gateway. It counts what it forwarded, so a test can tell how often the
-// gateway really saw a POST.
+// gateway really saw a POST, and what it holds and which held clients gave
+// up, so a test can order events instead of timing them.
 package faultproxy
 
 import (
@@ -52,10 +53,16 @@ const (
 	// Hang holds the request without forwarding it until the client gives
 	// up or the proxy closes.
 	Hang
+	// Hold forwards, then holds the reply until Release relays it, the
+	// client gives up, or the proxy closes. A test that must know which
+	// comes first (the reply or the client's timeout) uses Hold and
+	// decides: Release after Holding reports the request, or wait for
+	// GaveUp; a Delay would be a bet on the machine's speed.
+	Hold
 )
 
 var faultNames = [...]string{"pass", "reset-before", "reset-after", "5xx-before", "502-after",
-	"delay", "truncate", "malformed", "wrong-id", "hang"}
+	"delay", "truncate", "malformed", "wrong-id", "hang", "hold"}
 
 func (f Fault) String() string {
 	if int(f) < len(faultNames) {
@@ -107,6 +114,9 @@ type Proxy struct {
 	mu        sync.Mutex
 	rules     []*rule
 	forwarded map[string]int // "METHOD path" → count
+	holding   map[string]int // held right now (Hang, Delay, Hold)
+	gaveUp    map[string]int // held requests whose client went away
+	release   chan struct{}  // closed by Release: the Hold replies held now go
 }
 
 // New starts a proxy in front of upstream (a base URL such as
@@ -116,6 +126,9 @@ func New(upstream string) *Proxy {
 		upstream:  strings.TrimRight(upstream, "/"),
 		done:      make(chan struct{}),
 		forwarded: map[string]int{},
+		holding:   map[string]int{},
+		gaveUp:    map[string]int{},
+		release:   make(chan struct{}),
 		hc: &http.Client{
 			Transport:     &http.Transport{DisableCompression: true, Proxy: nil},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -149,13 +162,34 @@ func (p *Proxy) Clear() {
 
 // Forwarded counts the requests with method whose path matches pattern
 // (path.Match) that reached the upstream.
-func (p *Proxy) Forwarded(method, pattern string) int {
+func (p *Proxy) Forwarded(method, pattern string) int { return p.count(p.forwarded, method, pattern) }
+
+// Holding counts the requests with method whose path matches pattern that
+// the proxy holds right now (Hang, Delay or Hold): for Delay and Hold, the
+// upstream has seen them.
+func (p *Proxy) Holding(method, pattern string) int { return p.count(p.holding, method, pattern) }
+
+// GaveUp counts the held requests with method whose path matches pattern
+// whose client went away before the reply was relayed: the client's
+// timeout fired (or it was cancelled) while the proxy held the request.
+func (p *Proxy) GaveUp(method, pattern string) int { return p.count(p.gaveUp, method, pattern) }
+
+// Release relays every reply that Hold holds now; later Hold requests are
+// held again until the next Release.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.release)
+	p.release = make(chan struct{})
+}
+
+func (p *Proxy) count(m map[string]int, method, pattern string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for k, c := range p.forwarded {
-		m, pth, _ := strings.Cut(k, " ")
-		if ok, _ := path.Match(pattern, pth); ok && m == method {
+	for k, c := range m {
+		mt, pth, _ := strings.Cut(k, " ")
+		if ok, _ := path.Match(pattern, pth); ok && mt == method {
 			n += c
 		}
 	}
@@ -199,7 +233,7 @@ func (p *Proxy) serve(w http.ResponseWriter, req *http.Request) {
 			[]byte(`{"date_issued":"2026-01-02T10:11:12.345+0100","errors":[{"scope":"G","error_code":100,"error_name":"SYSTEM_ERROR"}]}`))
 		return
 	case Hang:
-		p.wait(req, -1)
+		p.wait(req, -1, nil)
 		return
 	}
 
@@ -214,7 +248,14 @@ func (p *Proxy) serve(w http.ResponseWriter, req *http.Request) {
 	case BadGatewayAfter:
 		writeReply(w, http.StatusBadGateway, "text/html", []byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
 	case Delay:
-		if p.wait(req, r.Delay) {
+		if p.wait(req, r.Delay, nil) {
+			relay(w, resp, rbody)
+		}
+	case Hold:
+		p.mu.Lock()
+		release := p.release
+		p.mu.Unlock()
+		if p.wait(req, -1, release) {
 			relay(w, resp, rbody)
 		}
 	case Truncate:
@@ -235,9 +276,18 @@ func (p *Proxy) serve(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// wait holds a request for d (d < 0: until the client or the proxy gives
-// up); it reports whether the full time passed.
-func (p *Proxy) wait(req *http.Request, d time.Duration) bool {
+// wait holds a request for d (d < 0: until released, or until the client
+// or the proxy gives up); it reports whether the reply may go.
+func (p *Proxy) wait(req *http.Request, d time.Duration, release <-chan struct{}) bool {
+	key := req.Method + " " + req.URL.Path
+	p.mu.Lock()
+	p.holding[key]++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.holding[key]--
+		p.mu.Unlock()
+	}()
 	var tc <-chan time.Time
 	if d >= 0 {
 		t := time.NewTimer(d)
@@ -247,7 +297,12 @@ func (p *Proxy) wait(req *http.Request, d time.Duration) bool {
 	select {
 	case <-tc:
 		return true
+	case <-release:
+		return true
 	case <-req.Context().Done():
+		p.mu.Lock()
+		p.gaveUp[key]++
+		p.mu.Unlock()
 	case <-p.done:
 	}
 	return false

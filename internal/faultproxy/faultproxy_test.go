@@ -1,6 +1,7 @@
 package faultproxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -111,27 +112,77 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+func postCtx(ctx context.Context, url string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("amount=100"))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
 func isReset(t *testing.T, _ *http.Response, _ []byte, err error) {
 	t.Helper()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF), "reset, got %v", err)
 }
 
-func TestDelayAndHang(t *testing.T) {
+// Held requests are ordered by the test, not by a clock: the client gives
+// up while the proxy holds its request (Delay and Hold after forwarding it,
+// Hang before), and a Hold reply goes when the test releases it.
+func TestDelayHangAndHold(t *testing.T) {
 	up, seen := upstream(t)
 	p := faultproxy.New(up.URL)
 	defer p.Close()
 	p.Add(faultproxy.Rule{Path: "/slow", Fault: faultproxy.Delay, Delay: time.Hour})
 	p.Add(faultproxy.Rule{Path: "/hang", Fault: faultproxy.Hang})
+	p.Add(faultproxy.Rule{Path: "/hold", Fault: faultproxy.Hold})
 
-	c := &http.Client{Timeout: 200 * time.Millisecond}
-	_, _, err := post(t, c, p.URL()+"/slow")
-	assert.True(t, isTimeout(err), "the client gives up while the reply is held: %v", err)
+	// giveUp posts to path, cancels once the proxy holds the request and
+	// waits until the proxy counted its client's n-th give-up there.
+	giveUp := func(path string, n int) error {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { _, _, err := postCtx(ctx, p.URL()+path); errc <- err }()
+		require.Eventually(t, func() bool { return p.Holding(http.MethodPost, path) == 1 }, time.Minute, time.Millisecond, "%s held", path)
+		cancel()
+		err := <-errc
+		require.Eventually(t, func() bool { return p.GaveUp(http.MethodPost, path) == n && p.Holding(http.MethodPost, path) == 0 },
+			time.Minute, time.Millisecond, "the proxy saw the client of %s give up", path)
+		return err
+	}
+	assert.ErrorIs(t, giveUp("/slow", 1), context.Canceled)
 	assert.Equal(t, int32(1), seen.Load(), "a delayed request was forwarded")
-	_, _, err = post(t, c, p.URL()+"/hang")
-	assert.True(t, isTimeout(err), "%v", err)
+	assert.ErrorIs(t, giveUp("/hang", 1), context.Canceled)
 	assert.Equal(t, int32(1), seen.Load(), "a hung request is not forwarded")
-	assert.Equal(t, 1, p.Forwarded(http.MethodPost, "/*"))
+	assert.ErrorIs(t, giveUp("/hold", 1), context.Canceled)
+	assert.Equal(t, int32(2), seen.Load(), "a held request was forwarded")
+	assert.Equal(t, 2, p.Forwarded(http.MethodPost, "/*"))
+
+	// A held reply goes when released, not before; the next is held again.
+	type reply struct {
+		body []byte
+		err  error
+	}
+	got := make(chan reply, 1)
+	go func() { _, b, err := postCtx(context.Background(), p.URL()+"/hold"); got <- reply{b, err} }()
+	require.Eventually(t, func() bool { return p.Holding(http.MethodPost, "/hold") == 1 }, time.Minute, time.Millisecond)
+	assert.Equal(t, int32(3), seen.Load(), "forwarded before it is held")
+	assert.Empty(t, got, "no reply while held")
+	p.Release()
+	r := <-got
+	require.NoError(t, r.err)
+	assert.JSONEq(t, `{"id":42,"result":"FINISHED"}`, string(r.body))
+	assert.Equal(t, 1, p.GaveUp(http.MethodPost, "/hold"), "a released reply is not a client that gave up")
+	assert.ErrorIs(t, giveUp("/hold", 2), context.Canceled, "held again after a Release")
 
 	// A short delay relays the reply.
 	p.Clear()
@@ -140,11 +191,6 @@ func TestDelayAndHang(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.JSONEq(t, `{"id":42,"result":"FINISHED"}`, string(body))
-}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
 }
 
 // Rules match on method and path; Forwarded counts by method and pattern.

@@ -10,11 +10,10 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -42,16 +41,17 @@ func Start(endpoint, version string) (*Tracer, func(context.Context) error, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracing: OTLP endpoint: %w", err)
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(u.Host), otlptracehttp.WithTimeout(5 * time.Second)}
-	if u.Scheme == "http" {
-		opts = append(opts, otlptracehttp.WithInsecure())
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, nil, fmt.Errorf("tracing: OTLP endpoint %q: not an http(s) URL", endpoint)
 	}
-	if p := strings.TrimRight(u.Path, "/"); p != "" {
-		opts = append(opts, otlptracehttp.WithURLPath(p))
+	path := strings.TrimRight(u.Path, "/")
+	if path == "" {
+		path = "/v1/traces"
 	}
+	target := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}).String()
 	// New does not connect: an unreachable collector costs dropped spans
 	// (the batcher's queue is bounded), never a failed call.
-	exp, err := otlptracehttp.New(context.Background(), opts...)
+	exp, err := otlptrace.New(context.Background(), newHTTPClient(target))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
