@@ -113,7 +113,8 @@ func newClient(conns int, timeout time.Duration) *http.Client {
 }
 
 // closedLoop runs workers clients for d, each sending its next request as
-// soon as the previous reply is in.
+// soon as the previous reply is in, and at least one (a worker started
+// late on a loaded machine still counts).
 func closedLoop(client *http.Client, t target, workers int, d time.Duration) result {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -124,7 +125,7 @@ func closedLoop(client *http.Client, t target, workers int, d time.Duration) res
 	for range workers {
 		wg.Go(func() {
 			var mine result
-			for ctx.Err() == nil {
+			for first := true; first || ctx.Err() == nil; first = false {
 				t0 := time.Now()
 				// The phase's end does not cancel a request in flight: its
 				// reply counts, so the bound is d plus one reply.

@@ -99,7 +99,7 @@ func runOne(args []string, out io.Writer) error {
 			base.rps()/soap.rps(), float64(soap.pct(0.5))/float64(max(base.pct(0.5), 1)))
 	}
 	if soap.bad > 0 || soap.errs > 0 {
-		return fmt.Errorf("%d bad replies, %d transport errors", soap.bad, soap.errs)
+		return fmt.Errorf("%d bad replies, %d transport errors; the first: %s", soap.bad, soap.errs, soap.firstBad)
 	}
 	return nil
 }

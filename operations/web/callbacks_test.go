@@ -182,8 +182,10 @@ func TestReusedPaymentIDNotifies(t *testing.T) {
 // answers.
 func TestReturnPendingPageWhenGatewayDown(t *testing.T) {
 	// A REST timeout far beyond the client's patience below: only the
-	// return's own status timeout can answer in time.
-	env := newFlEnvWith(t, flOptions{proxy: true, returnTimeout: 400 * time.Millisecond, restTimeout: 10 * time.Minute})
+	// return's own status timeout can answer in time. Two seconds of it, so
+	// that the reload's status read at the end (the gateway answering)
+	// fits in it on a loaded machine.
+	env := newFlEnvWith(t, flOptions{proxy: true, returnTimeout: 2 * time.Second, restTimeout: 10 * time.Minute})
 	ctx := context.Background()
 	id := env.create(t, "DOWN-1", "https://shop.example/ok", "https://shop.example/ko")
 	require.NoError(t, env.sb.Act(ctx, id, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
