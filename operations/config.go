@@ -90,10 +90,13 @@ func (c *Config) Validate(restTimeout time.Duration) []Problem {
 		seen[m.GoID] = true
 		// A repeat of a call still under way must find its entry: the
 		// window has to outlast the call and the time a pending entry of a
-		// dead process takes to count as stale.
-		if least := StaleAfter(c.CallDeadline, restTimeout); m.ReplayWindow >= time.Minute && m.ReplayWindow <= least {
-			bad(key+"replay_window", "replay window %v must be longer than the call deadline plus the REST timeout plus %v (%v): a repeat of a call still under way would act again",
-				m.ReplayWindow, 2*ledgerTimeout+staleMargin, least)
+		// dead process takes to count as stale. And a createRecurrentPayment
+		// repeated after its window, whose reply is then lost, looks for its
+		// child from childClockSkew before its new entry: the child of the
+		// first call must be older than that.
+		if least := StaleAfter(c.CallDeadline, restTimeout) + childClockSkew; m.ReplayWindow >= time.Minute && m.ReplayWindow <= least {
+			bad(key+"replay_window", "replay window %v must be longer than the call deadline plus the REST timeout plus %v (%v): a repeat of a call still under way "+
+				"would act again, and a recurrence whose reply was lost could be taken for the one before it", m.ReplayWindow, 2*ledgerTimeout+staleMargin+childClockSkew, least)
 		}
 	}
 	if c.DefaultGoID != 0 && !seen[c.DefaultGoID] {

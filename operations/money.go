@@ -508,19 +508,61 @@ func refundCheck(c *call) func(ctx context.Context) (store.CallRecord, restbacke
 var errRefundUnsettled = serverError("another refund of this payment has an unknown outcome or is in progress: nothing was done; " +
 	"repeat that refund first (it is settled by its repeat), then retry this one")
 
-// otherRefundsSettled refuses a refund of payment id while another refund
-// of it has an entry with a baseline (its POST may have been sent) that is
-// pending or in doubt. Called under the payment's refund lock.
+// otherRefundsSettled makes sure no other refund of payment id is
+// unsettled (an entry with a baseline, so its POST may have been sent,
+// pending or in doubt) before this one acts: two unsettled refunds of one
+// amount could each take the other's for its own. Another one whose call
+// has ended (in doubt, or pending past StaleAfter) is settled here as its
+// own repeat would settle it, by its baseline against the history, so that
+// a refund nobody repeats does not hold the payment's refunds back; one
+// still under way, one the history does not settle, or more than one
+// refuse this refund. Called under the payment's refund lock.
 func (s *Service) otherRefundsSettled(ctx context.Context, c *call, mine store.CallKey, id int64) error {
-	n, err := s.ledger.UnsettledRefunds(ctx, c.m.GoID, id, mine)
-	switch {
-	case err != nil:
-		c.logger().Error("ledger read failed; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
+	log := c.logger().With(zap.Int64("payment", id))
+	others, err := s.ledger.UnsettledRefunds(ctx, c.m.GoID, id, mine)
+	if err != nil {
+		log.Error("ledger read failed; the refund is not attempted", zap.Error(err))
 		return serverError("session store unavailable")
-	case n > 0:
-		c.logger().Warn("refund refused: another refund of the payment is not settled", zap.Int64("payment", id), zap.Int("unsettled", n))
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	o := others[0]
+	if len(others) > 1 || o.State == store.CallPending && s.now().Sub(o.UpdatedAt) < s.staleAfter() {
+		log.Warn("refund refused: another refund of the payment is under way or not settled", zap.Int("unsettled", len(others)))
 		return errRefundUnsettled
 	}
+	hist, err := s.gw.RefundHistory(ctx, c.m.Credentials(), id)
+	if err != nil {
+		log.Warn("refund refused: another refund of the payment is not settled and the history is not readable", zap.Error(err))
+		return errRefundUnsettled
+	}
+	res, out := refundOutcome(o.Baseline, hist)
+	if out == restbackend.OutcomeUnknown {
+		log.Warn("refund refused: another refund of the payment has an unknown outcome", zap.String("op", o.Key.Operation))
+		return errRefundUnsettled
+	}
+	// As settle does: a success is kept for the other call's repeats, a
+	// FAILED refund (or none) released so that its repeat may act.
+	rec := store.CallRecord{Result: Failed}
+	if out == restbackend.OutcomeDone {
+		if rec, err = resultRecord(id, &restbackend.Result{ID: id, Result: res}); err != nil {
+			return errRefundUnsettled
+		}
+	}
+	lctx, cancel := s.ledgerContext(ctx)
+	defer cancel()
+	if rec.Result == Failed {
+		err = s.ledger.CallNotDone(lctx, o.Key, o.Claim)
+	} else {
+		err = s.ledger.CallDone(lctx, o.Key, o.Claim, rec, s.now())
+	}
+	if err != nil {
+		log.Warn("refund refused: an earlier refund of the payment could not be settled", zap.Error(err))
+		return errRefundUnsettled
+	}
+	log.Info("an earlier refund of the payment settled", zap.String("op", o.Key.Operation), zap.Bool("gateway_acted", out == restbackend.OutcomeDone),
+		zap.String("result", rec.Result))
 	return nil
 }
 

@@ -48,7 +48,7 @@ type Sessions interface {
 type Ledger interface {
 	ClaimCall(ctx context.Context, key store.CallKey, now time.Time, window time.Duration) (store.Call, bool, error)
 	LookupCall(ctx context.Context, key store.CallKey) (store.Call, error)
-	UnsettledRefunds(ctx context.Context, goid, paymentID int64, except store.CallKey) (int, error)
+	UnsettledRefunds(ctx context.Context, goid, paymentID int64, except store.CallKey) ([]store.Call, error)
 	SetBaseline(ctx context.Context, key store.CallKey, claim string, b store.RefundBaseline, now time.Time) error
 	CallDone(ctx context.Context, key store.CallKey, claim string, rec store.CallRecord, now time.Time) error
 	CallInDoubt(ctx context.Context, key store.CallKey, claim, note string, now time.Time) error

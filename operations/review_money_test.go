@@ -121,14 +121,15 @@ func (g *historyFailing) RefundHistory(ctx context.Context, cr restbackend.Crede
 // Refund A (3000, "item 1") never reaches the gateway, but the bridge cannot
 // tell (reply lost, history unreadable): A is in doubt and the refund lock
 // is released. The shop refunds another item of the same price (B: 3000,
-// "item 2"). Were B to run, A's repeat would reconcile by A's baseline,
-// see exactly one new refund of 3000 (B's) and answer FINISHED for a
-// refund the gateway never made. So B is refused (nothing done) while A is
-// unsettled; A's repeat reconciles (not done) and acts; then B's repeat
-// acts: two refunds, each answered for itself.
+// "item 2"). Were B to run beside unsettled A, A's repeat would reconcile
+// by A's baseline, see exactly one new refund of 3000 (B's) and answer
+// FINISHED for a refund the gateway never made. So B first settles A as A's
+// repeat would (by A's baseline): refused while the history cannot be
+// read; then A is found not done and released, and B acts. A's repeat then
+// acts for itself: two refunds, each answered for itself.
 func TestReviewRefundReconcileTakesAnotherRefund(t *testing.T) {
 	fg := newFakeGateway()
-	gw := &historyFailing{fakeGateway: fg, failAt: map[int]bool{2: true}} // A's reconciliation read
+	gw := &historyFailing{fakeGateway: fg, failAt: map[int]bool{2: true, 3: true}} // A's reconciliation, B's first settling
 	cfg := unitConfig(t)
 	cfg.Gateway, cfg.Store = gw, memStore(t)
 	s, err := New(cfg)
@@ -141,15 +142,46 @@ func TestReviewRefundReconcileTakesAnotherRefund(t *testing.T) {
 	delete(fg.fail, "refund")
 
 	_, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
-	assert.Equal(t, errRefundUnsettled, err, "B waits while A is unsettled")
+	assert.Equal(t, errRefundUnsettled, err, "B waits while A cannot be settled")
 	assert.Empty(t, fg.refunds[id], "nothing refunded yet")
 
-	r, err := s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
-	require.NoError(t, err, "A's repeat finds A not done and acts")
+	r, err := s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
+	require.NoError(t, err, "B settles A (not done) and acts")
 	assert.Equal(t, Finished, r.Result)
 	require.Len(t, fg.refunds[id], 1)
-	r, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
-	require.NoError(t, err)
+	r, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	require.NoError(t, err, "A was released: its repeat acts")
 	assert.Equal(t, Finished, r.Result)
 	assert.Len(t, fg.refunds[id], 2, "each refund once")
+}
+
+// Refund A reached the gateway but its reply was lost and the history could
+// not be read: A is in doubt. Refund B of the payment settles A as done
+// (its baseline shows one new refund of its amount) before it acts, so A's
+// repeat, whenever it comes, is answered from the ledger: no second refund
+// of A, and B refunded once.
+func TestRefundSettlesAnEarlierRefundInDoubt(t *testing.T) {
+	fg := newFakeGateway()
+	gw := &historyFailing{fakeGateway: fg, failAt: map[int]bool{2: true}} // A's reconciliation read
+	cfg := unitConfig(t)
+	cfg.Gateway, cfg.Store = gw, memStore(t)
+	s, err := New(cfg)
+	require.NoError(t, err)
+	id := fg.add(restbackend.StatePaid, 12900)
+
+	fg.fail["refund"], fg.lostReply = errLostReply, true // performed, reply lost
+	_, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	require.Equal(t, errOutcomeUnknown, err)
+	delete(fg.fail, "refund")
+	fg.lostReply = false
+	require.Len(t, fg.refunds[id], 1)
+
+	r, err := s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, r.Result)
+	require.Len(t, fg.refunds[id], 2)
+	r, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	require.NoError(t, err)
+	assert.Equal(t, Finished, r.Result, "A answered from the ledger")
+	assert.Len(t, fg.refunds[id], 2, "no second refund of A")
 }

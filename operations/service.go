@@ -135,6 +135,25 @@ func newMerchantSet(ms []Merchant, defaultGoID int64) *merchantSet {
 // previous_client_secret): shops still signing with it, or a gateway not
 // yet taking the new secret, would fail calls in the middle of a rollout.
 func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
+	cfg, ps := s.merchantProblems(ms, defaultGoID)
+	if len(ps) > 0 {
+		return ps
+	}
+	s.merchants.Store(newMerchantSet(cfg.Merchants, defaultGoID))
+	s.methods.reset() // the default merchant may be another one
+	return nil
+}
+
+// CheckMerchants is what SetMerchants would refuse, changing nothing: a
+// reload checks before it changes anything.
+func (s *Service) CheckMerchants(ms []Merchant, defaultGoID int64) []Problem {
+	_, ps := s.merchantProblems(ms, defaultGoID)
+	return ps
+}
+
+// merchantProblems validates ms against the merchants in force (see
+// SetMerchants) and returns them normalized.
+func (s *Service) merchantProblems(ms []Merchant, defaultGoID int64) (Config, []Problem) {
 	cfg := Config{Merchants: slices.Clone(ms), DefaultGoID: defaultGoID, CallDeadline: s.callDeadline, PublicURL: s.publicURL}
 	ps := cfg.Validate(s.gw.Timeout())
 	old := s.merchants.Load()
@@ -154,15 +173,11 @@ func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
 		}
 		if (m.SecureKey != prev.SecureKey || m.ClientSecret != prev.ClientSecret) && !m.previousUntil.IsZero() && !s.now().Before(m.previousUntil) {
 			ps = append(ps, Problem{key + "previous_until", fmt.Sprintf("previous_until %s has passed: the key or secret in force would be cut off "+
-				"at once by this reload; give a time in the future, or restart to cut it off", m.PreviousUntil)})
+				"at once by this reload; give a time still to come (and drop a previous_secure_key or previous_client_secret left from an earlier "+
+				"rotation, which it would accept again), or restart to cut it off", m.PreviousUntil)})
 		}
 	}
-	if len(ps) > 0 {
-		return ps
-	}
-	s.merchants.Store(newMerchantSet(cfg.Merchants, defaultGoID))
-	s.methods.reset() // the default merchant may be another one
-	return nil
+	return cfg, ps
 }
 
 // merchant is the configured merchant of goid.

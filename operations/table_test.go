@@ -409,3 +409,31 @@ func TestRowCreateRecurrentPaymentNeverConfirmed(t *testing.T) {
 	assert.Equal(t, child, *got.PaymentSessionID)
 	assert.Equal(t, 1, gw.count("recurrence"))
 }
+
+// The same recurrence asked again after the shortest replay window the
+// configuration allows, its reply lost this time: the child of the first
+// call is older than the window and not taken for the new one, whose
+// outcome stays unknown until its own child is known.
+func TestRowCreateRecurrentPaymentAfterItsWindow(t *testing.T) {
+	gw, st := newFakeGateway(), memStore(t)
+	clk := &fakeClock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	cfg := unitConfig(t)
+	cfg.Gateway, cfg.Store, cfg.Now = gw, st, clk.now
+	window := StaleAfter(DefaultCallDeadline, gw.Timeout()) + childClockSkew + time.Second
+	cfg.Merchants[0].ReplayWindow = window
+	s, err := New(cfg)
+	require.NoError(t, err)
+	parent := gw.add(restbackend.StatePaid, 500)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
+	goid, price := int64(testGoID), int64(500)
+	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-4", TotalPrice: &price,
+		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-4", "500")...)}
+
+	first, err := s.CreateRecurrentPayment(bg, rr)
+	require.NoError(t, err)
+	clk.add(window + time.Second)
+	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
+	_, err = s.CreateRecurrentPayment(bg, rr)
+	assert.Equal(t, errRecurrenceUnconfirmed, err, "not answered with the first call's child %d", *first.PaymentSessionID)
+	assert.Equal(t, 2, gw.count("recurrence"))
+}

@@ -47,10 +47,10 @@ type Ledger interface {
 	// LookupCall returns the entry of key, or ErrNotFound; it claims
 	// nothing.
 	LookupCall(ctx context.Context, key CallKey) (Call, error)
-	// UnsettledRefunds counts the refunds of payment paymentID of goid,
+	// UnsettledRefunds lists the refunds of payment paymentID of goid,
 	// other than except, that recorded a baseline (their POST may have been
-	// sent) and are still pending or in doubt.
-	UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) (int, error)
+	// sent) and are still pending or in doubt, oldest first.
+	UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) ([]Call, error)
 	// CallDone records the result of a pending or in-doubt call held by
 	// claim; repeats within the window get rec.
 	CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error
@@ -268,24 +268,32 @@ func (s *sqlStore) LookupCall(ctx context.Context, key CallKey) (Call, error) {
 
 // call reads an entry from the writer, so it sees the claim just lost.
 func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
-	var c Call
-	var state, ids string
-	var amount sql.NullInt64
-	err := s.w.QueryRowContext(ctx, s.lq.get, key.GoID, key.Operation, key.Hash).Scan(
-		&c.Key.GoID, &c.Key.Operation, &c.Key.Hash, &c.Claim, &state, &c.PaymentID, &c.Result,
-		&c.Description, &c.Reply, &c.Note, timeScan{&c.CreatedAt}, timeScan{&c.UpdatedAt}, &amount, &ids)
+	c, err := scanCall(s.w.QueryRowContext(ctx, s.lq.get, key.GoID, key.Operation, key.Hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Call{}, ErrNotFound
 	}
 	if err != nil {
 		return Call{}, fmt.Errorf("store: read call %s: %w", key, err)
 	}
+	return c, nil
+}
+
+// scanCall reads an entry selected as ledgerRead.
+func scanCall(row interface{ Scan(...any) error }) (Call, error) {
+	var c Call
+	var state, ids string
+	var amount sql.NullInt64
+	err := row.Scan(&c.Key.GoID, &c.Key.Operation, &c.Key.Hash, &c.Claim, &state, &c.PaymentID, &c.Result,
+		&c.Description, &c.Reply, &c.Note, timeScan{&c.CreatedAt}, timeScan{&c.UpdatedAt}, &amount, &ids)
+	if err != nil {
+		return Call{}, err
+	}
 	c.State = CallState(state)
 	switch {
 	case amount.Valid:
 		b := RefundBaseline{PaymentID: c.PaymentID, Amount: amount.Int64}
 		if err := json.Unmarshal([]byte(ids), &b.RefundIDs); err != nil {
-			return Call{}, fmt.Errorf("store: read call %s: baseline refund ids: %w", key, err)
+			return Call{}, fmt.Errorf("baseline refund ids of %s: %w", c.Key, err)
 		}
 		c.Baseline = &b
 	case strings.Contains(c.Note, legacyBaselineMark):
@@ -332,15 +340,27 @@ func (s *sqlStore) SetBaseline(ctx context.Context, key CallKey, claim string, b
 		key.GoID, key.Operation, key.Hash, claim)
 }
 
-func (s *sqlStore) UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) (int, error) {
-	var n int
-	err := s.w.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM ledger
+func (s *sqlStore) UnsettledRefunds(ctx context.Context, goid, paymentID int64, except CallKey) ([]Call, error) {
+	rows, err := s.w.QueryContext(ctx, s.d.rebind(`SELECT `+ledgerRead+` FROM ledger
 		WHERE goid = ? AND payment_id = ? AND state IN ('pending', 'in_doubt') AND baseline_amount IS NOT NULL
-			AND NOT (operation = ? AND request_hash = ?)`), goid, paymentID, except.Operation, except.Hash).Scan(&n)
+			AND NOT (operation = ? AND request_hash = ?)
+		ORDER BY created_at`), goid, paymentID, except.Operation, except.Hash)
 	if err != nil {
-		return 0, fmt.Errorf("store: unsettled refunds of payment %d: %w", paymentID, err)
+		return nil, fmt.Errorf("store: unsettled refunds of payment %d: %w", paymentID, err)
 	}
-	return n, nil
+	defer rows.Close()
+	var out []Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: unsettled refunds of payment %d: %w", paymentID, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: unsettled refunds of payment %d: %w", paymentID, err)
+	}
+	return out, nil
 }
 
 func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec CallRecord, now time.Time) error {

@@ -256,21 +256,33 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 		require.NoError(t, s.SetBaseline(ctx, k("a"), a, store.RefundBaseline{PaymentID: 7, Amount: 3000}, t0))
 		require.NoError(t, s.SetBaseline(ctx, k("b"), b, store.RefundBaseline{PaymentID: 7, Amount: 500}, t0))
 		require.NoError(t, s.SetBaseline(ctx, k("c"), c, store.RefundBaseline{PaymentID: 8, Amount: 3000}, t0))
-		n, err := s.UnsettledRefunds(ctx, 1, 7, k("a"))
+		hashes := func(cs []store.Call) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.Key.Hash)
+			}
+			return out
+		}
+		got, err := s.UnsettledRefunds(ctx, 1, 7, k("a"))
 		require.NoError(t, err)
-		assert.Equal(t, 1, n, "b (a asks; c is another payment's, d sent nothing)")
+		assert.Equal(t, []string{"b"}, hashes(got), "a asks; c is another payment's, d sent nothing")
 		require.NoError(t, s.CallInDoubt(ctx, k("b"), b, "lost", t0))
-		n, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
+		got, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
 		require.NoError(t, err)
-		assert.Equal(t, 2, n, "in doubt counts")
+		assert.ElementsMatch(t, []string{"a", "b"}, hashes(got), "in doubt counts")
+		for _, c := range got {
+			require.NotNil(t, c.Baseline, "with its baseline and claim, to settle it")
+			assert.Equal(t, map[string]int64{"a": 3000, "b": 500}[c.Key.Hash], c.Baseline.Amount)
+			assert.Equal(t, map[string]string{"a": a, "b": b}[c.Key.Hash], c.Claim)
+		}
 		require.NoError(t, s.CallDone(ctx, k("b"), b, store.CallRecord{PaymentID: 7, Result: "FINISHED"}, t0))
 		require.NoError(t, s.CallNotDone(ctx, k("a"), a))
-		n, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
+		got, err = s.UnsettledRefunds(ctx, 1, 7, k("x"))
 		require.NoError(t, err)
-		assert.Zero(t, n, "settled")
-		n, err = s.UnsettledRefunds(ctx, 2, 7, k("x"))
+		assert.Empty(t, got, "settled")
+		got, err = s.UnsettledRefunds(ctx, 2, 7, k("x"))
 		require.NoError(t, err)
-		assert.Zero(t, n, "another merchant's")
+		assert.Empty(t, got, "another merchant's")
 	})
 
 	// The refund lock: one holder across stores (replicas) on one database.

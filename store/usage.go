@@ -18,6 +18,10 @@ import (
 	"unicode/utf8"
 )
 
+// UsageSchemaVersion is the migration that adds the usage tables: a
+// database at an earlier version (or none) holds no usage record yet.
+const UsageSchemaVersion = 6
+
 // UsageKind is what a usage row counts.
 type UsageKind string
 

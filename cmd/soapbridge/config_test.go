@@ -231,7 +231,7 @@ merchants:
 		{name: "tiny replay window", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 1s}\n",
 			want: "replay window 1s is under a minute"},
 		{name: "replay window under deadline plus stale margin", file: "merchants:\n  - {goid: 8000000001, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + ", replay_window: 70s}\n",
-			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay window 1m10s must be longer than the call deadline plus the REST timeout plus 20s (1m15s): a repeat of a call still under way would act again (merchants[0].replay_window in the config file)"},
+			env: with("SOAPBRIDGE_CALL_DEADLINE", "45s"), want: "merchant 8000000001: replay window 1m10s must be longer than the call deadline plus the REST timeout plus 1m20s (2m15s): a repeat of a call still under way would act again, and a recurrence whose reply was lost could be taken for the one before it (merchants[0].replay_window in the config file)"},
 		{name: "short session retention", env: with("SOAPBRIDGE_RETAIN_SESSIONS", "100h"), want: "retention of sessions"},
 	}
 	for _, tc := range tests {
@@ -301,7 +301,7 @@ func TestHelp(t *testing.T) {
 		", env SOAPBRIDGE_REST_TIMEOUT) (default 10s)\n", ", env SOAPBRIDGE_CALL_DEADLINE) (default 25s)\n",
 		", env SOAPBRIDGE_RETAIN_LEDGER) (default 720h0m0s)\n", ", env SOAPBRIDGE_RETAIN_SESSIONS) (default 9600h0m0s)\n",
 		"  -max-body-bytes int\n", ", env SOAPBRIDGE_MAX_BODY_BYTES) (default 65536)\n",
-		"  -sandbox\n", "Default: the call deadline + 5s", "  -config string\n", "  -version\n",
+		"  -sandbox\n", "Default: their sum + 5s", "  -config string\n", "  -version\n",
 		"SOAPBRIDGE_CLIENT_SECRET", "SOAPBRIDGE_BASIC_PASSWORD", "SOAPBRIDGE_ALLOWED_NETWORKS",
 	} {
 		assert.Contains(t, out.String(), want)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -274,26 +275,42 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var probeDone, reloads sync.WaitGroup
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopReloads(); reloads.Wait(); stopProbe(); probeDone.Wait() }()
-	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(next Config) error {
-		// Everything that can refuse comes before anything changes.
+	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(cur, next Config) error {
+		// Everything that can refuse comes before anything changes. While
+		// the core changes, the guard holds the rules of every merchant of
+		// either set, so that no call of a merchant added or removed is
+		// served without its allowed_networks and Basic auth.
+		if ps := svc.CheckMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			return coreProblems(next, ps)
+		}
 		g, err := newGuard(next, proxies, met, log)
 		if err != nil {
 			return err // validated: not expected
 		}
-		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
-			return coreProblems(next, ps)
+		_, removed, _ := merchantChanges(cur.Merchants, next.Merchants)
+		either := next
+		either.Merchants = append(slices.Clone(next.Merchants), merchantsOf(cur.Merchants, removed)...)
+		interim, err := newGuard(either, proxies, met, zap.NewNop())
+		if err != nil {
+			return err
 		}
 		sharing.adopt(context.WithoutCancel(ctx), g) // its share of each rate before it serves
-		guard.g.Store(g)
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
+		old := guard.g.Swap(interim)
+		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			guard.g.Store(old)
+			return coreProblems(next, ps)
+		}
+		guard.g.Store(g)
 		met.SetMerchants(goidsOf(next.Merchants))
 		configured.set(goidsOf(next.Merchants))
 		return nil
 	}, counted: met.ConfigReloaded, applied: func(fresh []Merchant) {
 		probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, fresh, "after a reload", log.Named("gateway")) })
 	}}
+	rl.inForce.Store(&cfg.Merchants)
 	reloads.Go(func() {
 		for {
 			select {

@@ -43,7 +43,7 @@ type reloader struct {
 	getenv func(string) string
 	log    *zap.Logger
 	// apply puts next's merchants in force everywhere, or refuses.
-	apply func(next Config) error
+	apply func(cur, next Config) error
 	// counted is told of each outcome (metrics).
 	counted func(ok bool)
 	// applied is told of the merchants a reload in force added or
@@ -69,7 +69,7 @@ func (r *reloader) reload(why string) error {
 		err = fixedSettingsChanged(r.cur, next)
 	}
 	if err == nil {
-		err = r.apply(next)
+		err = r.apply(r.cur, next)
 	}
 	if r.counted != nil {
 		r.counted(err == nil)
@@ -90,14 +90,12 @@ func (r *reloader) reload(why string) error {
 	return nil
 }
 
-// merchants are the merchants in force.
+// merchants are the merchants in force (set at start, then by each reload).
 func (r *reloader) merchants() []Merchant {
 	if ms := r.inForce.Load(); ms != nil {
 		return *ms
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cur.Merchants
+	return nil
 }
 
 // fixedSettingsChanged names the settings of next that differ from cur but

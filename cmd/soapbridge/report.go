@@ -43,6 +43,12 @@ func usageOf(st store.Store) (usageStore, error) {
 	return us, nil
 }
 
+// noUsage is the usage record of a database that has none yet.
+type noUsage struct{}
+
+func (noUsage) Usage(context.Context, ...int64) ([]store.UsageCount, error)   { return nil, nil }
+func (noUsage) UsageMerchants(context.Context) ([]store.UsageMerchant, error) { return nil, nil }
+
 // startUsage starts the usage record of cfg on us: nil (recording
 // nothing) when usage_flush_interval is 0. stop flushes the last sums; it
 // must run after the server has drained and before the store closes.
@@ -124,15 +130,26 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	// Read-only, like check: the schema is as it is (migrate applies).
-	st, err := store.OpenWith(ctx, cfg.Database, store.Options{NoMigrate: true})
+	// Read-only, like check: the schema is as it is (migrate applies), and
+	// a database the bridge never ran on (or a missing SQLite file) has no
+	// record yet: the configured merchants, with nothing used.
+	state, _, err := store.Inspect(ctx, cfg.Database)
 	if err != nil {
 		return fmt.Errorf("report: cannot read the usage record: %s", oneLine(err.Error()))
 	}
-	defer st.Close()
-	us, err := usageOf(st)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
+	var us report.Store = noUsage{}
+	if state.Version >= store.UsageSchemaVersion {
+		st, err := store.OpenWith(ctx, cfg.Database, store.Options{NoMigrate: true})
+		if err != nil {
+			return fmt.Errorf("report: cannot read the usage record: %s", oneLine(err.Error()))
+		}
+		defer st.Close()
+		if us, err = usageOf(st); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	} else if *format == report.FormatText {
+		fmt.Fprintf(stdout, "No usage record in %s yet (schema: %s): the bridge keeps one once it runs on this database.\n",
+			store.Redact(cfg.Database), state)
 	}
 	r, err := report.Build(ctx, us, report.Options{Configured: configuredGoIDs(cfg), GoID: *goid, Since: *since})
 	if errors.Is(err, report.ErrUnknownMerchant) {

@@ -83,6 +83,15 @@ func TestReportCommand(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, `-format "xml": text, json or html`)
 
+	// A database the bridge never ran on: the configured merchant, nothing
+	// used, and no file created (the report only reads).
+	fresh := filepath.Join(t.TempDir(), "none.db")
+	out, code = runBinary(t, []string{"SOAPBRIDGE_DATABASE=" + fresh}, "report")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "No usage record in "+fresh+" yet")
+	assert.Contains(t, out, "goid 8123456789\n  no legacy call recorded")
+	assert.NoFileExists(t, fresh)
+
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := closed.Addr().String()

@@ -8,7 +8,8 @@
 -- then finds the migration applied (goose runs it in one transaction).
 
 -- The recurring children of a parent are looked up when a lost
--- create-recurrence reply is reconciled.
+-- create-recurrence reply is reconciled; the unsettled refunds of a payment
+-- before each refund.
 
 -- +goose Up
 ALTER TABLE ledger ADD COLUMN baseline_amount INTEGER;
@@ -19,8 +20,10 @@ CREATE TABLE IF NOT EXISTS locks (
     expires_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_id) WHERE parent_id <> 0;
+CREATE INDEX IF NOT EXISTS ledger_refunds ON ledger (goid, payment_id) WHERE baseline_amount IS NOT NULL;
 
 -- +goose Down
+DROP INDEX ledger_refunds;
 DROP INDEX sessions_parent;
 DROP TABLE locks;
 ALTER TABLE ledger DROP COLUMN baseline_refund_ids;
