@@ -400,6 +400,44 @@ func TestMoneyReplayRefundsOnce(t *testing.T) {
 	assert.Equal(t, restbackend.StatePaid, e.status(auth).State)
 }
 
+// TestMoneyRefundSettlesAnEarlierOne: refund A of a payment reaches the
+// gateway, but its reply is lost and the history cannot be read, so A
+// stays in doubt. The shop, through PHP SoapClient, refunds another item
+// of the same price (B): before B acts, the bridge settles A by A's
+// baseline (the gateway did refund it), so neither takes the other's
+// refund for its own. A's repeat is answered from the ledger: two
+// refunds, two POSTs, each call answered for itself.
+func TestMoneyRefundSettlesAnEarlierOne(t *testing.T) {
+	php := requirePHP(t)
+	const history, refund = "/api/payments/payment/*/refunds", "/api/payments/payment/*/refund"
+	e := newMoneyEnv(t, "1s", "4s")
+	id := e.payment("plain")
+	ids := operations.FormatInt(id)
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: history, Fault: faultproxy.Pass, Times: 1}) // A's baseline
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodPost, Path: refund, Fault: faultproxy.ResetAfter, Times: 1})
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: history, Fault: faultproxy.ResetBefore}) // A's reconciliation
+	first := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 3000, "položka 1"))
+	assert.True(t, strings.HasPrefix(first.String(), "fault: outcome unknown"), "%v", first)
+	require.Equal(t, 1, e.refunds(id), "the gateway refunded A")
+	require.Equal(t, store.CallInDoubt, e.ledgerEntry(id, "položka 1").State)
+	e.proxy.Clear()
+
+	f, err := runPHP(t, php, e.b, "money_call.php", "partiallyRefundPayment", ids, "3000", "položka 2")
+	require.NoError(t, err)
+	f.eq(t, "result", "FINISHED")
+	f.eq(t, "sig", "ok")
+	assert.Equal(t, 2, e.refunds(id), "B refunded")
+	assert.Equal(t, store.CallDone, e.ledgerEntry(id, "položka 1").State, "A settled before B acted")
+	assert.Contains(t, e.b.log.String(), "an earlier refund of the payment settled")
+
+	f, err = runPHP(t, php, e.b, "money_call.php", "partiallyRefundPayment", ids, "3000", "položka 1")
+	require.NoError(t, err)
+	f.eq(t, "result", "FINISHED")
+	f.eq(t, "sig", "ok")
+	assert.Equal(t, 2, e.refunds(id), "no second refund of A")
+	assert.Equal(t, 2, e.proxy.Forwarded(http.MethodPost, refund))
+}
+
 // TestMoneyDeadline: a gateway slow on every call. Every SOAP call answers
 // by its deadline, no POST reaches the gateway after it, and a refund whose
 // reads leave less than the REST timeout is not attempted. Each exchange
