@@ -248,11 +248,7 @@ func TestRowCreatePayment(t *testing.T) {
 
 func TestRowCreateRecurrentPayment(t *testing.T) {
 	s, gw, st := fakeService(t)
-	parent := gw.add(restbackend.StatePaid, 500)
-	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
-	goid, price := int64(testGoID), int64(500)
-	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-1", TotalPrice: &price,
-		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-1", "500")...)}
+	parent, rr := recurrenceOf(t, gw, st, "R-1")
 	got, err := s.CreateRecurrentPayment(bg, rr)
 	require.NoError(t, err)
 	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
@@ -334,6 +330,17 @@ func TestPipelineObserves(t *testing.T) {
 	}, got)
 }
 
+// recurrenceOf makes a paid parent of 500 CZK whose session the bridge
+// holds, and a signed createRecurrentPayment of 500 on it for order.
+func recurrenceOf(t *testing.T, gw *fakeGateway, st store.Store, order string) (int64, *RecurrenceRequest) {
+	t.Helper()
+	parent := gw.add(restbackend.StatePaid, 500)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
+	goid, price := int64(testGoID), int64(500)
+	return parent, &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: order, TotalPrice: &price,
+		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), order, "500")...)}
+}
+
 // A createRecurrentPayment whose reply was lost after the gateway charged:
 // answered "retry later" (not "read paymentStatus": the shop has no id to
 // read) until the gateway's notification of the child reaches the bridge;
@@ -341,11 +348,7 @@ func TestPipelineObserves(t *testing.T) {
 // twice.
 func TestRowCreateRecurrentPaymentLostReply(t *testing.T) {
 	s, gw, st := fakeService(t)
-	parent := gw.add(restbackend.StatePaid, 500)
-	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
-	goid, price := int64(testGoID), int64(500)
-	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-2", TotalPrice: &price,
-		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-2", "500")...)}
+	parent, rr := recurrenceOf(t, gw, st, "R-2")
 	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
 
 	_, err := s.CreateRecurrentPayment(bg, rr)
@@ -381,11 +384,7 @@ func TestRowCreateRecurrentPaymentNeverConfirmed(t *testing.T) {
 	s, gw, st := fakeService(t)
 	now := s.now()
 	s.now = func() time.Time { return now }
-	parent := gw.add(restbackend.StatePaid, 500)
-	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
-	goid, price := int64(testGoID), int64(500)
-	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-3", TotalPrice: &price,
-		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-3", "500")...)}
+	parent, rr := recurrenceOf(t, gw, st, "R-3")
 	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
 
 	_, err := s.CreateRecurrentPayment(bg, rr)
@@ -423,11 +422,7 @@ func TestRowCreateRecurrentPaymentAfterItsWindow(t *testing.T) {
 	cfg.Merchants[0].ReplayWindow = window
 	s, err := New(cfg)
 	require.NoError(t, err)
-	parent := gw.add(restbackend.StatePaid, 500)
-	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: parent, GoID: testGoID, ProductName: "Předplatné", Currency: "CZK"}))
-	goid, price := int64(testGoID), int64(500)
-	rr := &RecurrenceRequest{TargetGoID: &goid, ParentPaymentSessionID: &parent, OrderNumber: "R-4", TotalPrice: &price,
-		EncryptedSignature: signed(t, RecurrenceRequestFields(FormatInt(parent), FormatInt(goid), "R-4", "500")...)}
+	_, rr := recurrenceOf(t, gw, st, "R-4")
 
 	first, err := s.CreateRecurrentPayment(bg, rr)
 	require.NoError(t, err)
