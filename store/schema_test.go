@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"database/sql"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,21 +15,6 @@ import (
 	"github.com/legacybridge/soapbridge/internal/testenv"
 	"github.com/legacybridge/soapbridge/store"
 )
-
-// relationsIn counts every relation (tables, sequences, indexes, views) of
-// the PostgreSQL schema dsn's search_path names.
-func relationsIn(t *testing.T, dsn string) int {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	db, err := sql.Open("pgx", dsn)
-	require.NoError(t, err)
-	defer db.Close()
-	var n int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1`,
-		u.Query().Get("search_path")).Scan(&n))
-	return n
-}
 
 // Inspect reads and never writes: an empty PostgreSQL schema stays empty
 // (not even goose's table), a missing SQLite file is not created; both say
@@ -49,13 +33,13 @@ func TestInspectChangesNothing(t *testing.T) {
 	require.NotNil(t, server)
 	assert.Positive(t, server.Max)
 	assert.Positive(t, server.InUse)
-	assert.Equal(t, 0, relationsIn(t, dsn), "inspect created something")
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn), "inspect created something")
 
 	// Opened without migrating: nothing created either.
 	s, err := store.OpenWith(ctx, dsn, store.Options{NoMigrate: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	assert.Equal(t, 0, relationsIn(t, dsn), "open without migrating created something")
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn), "open without migrating created something")
 
 	file := filepath.Join(t.TempDir(), "never.db")
 	state, server, err = store.Inspect(ctx, file)

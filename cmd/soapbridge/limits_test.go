@@ -73,11 +73,8 @@ func healthy(c net.Conn) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func TestConnectionCaps(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ln := capConnections(inner, 3, 2, &access.Proxies{}, zap.NewNop())
-	defer ln.Close()
+// acceptAll accepts ln's connections until it closes, handing each on.
+func acceptAll(ln net.Listener) <-chan net.Conn {
 	accepted := make(chan net.Conn, 10)
 	go func() {
 		for {
@@ -88,6 +85,15 @@ func TestConnectionCaps(t *testing.T) {
 			accepted <- c
 		}
 	}()
+	return accepted
+}
+
+func TestConnectionCaps(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := capConnections(inner, 3, 2, &access.Proxies{}, zap.NewNop())
+	defer ln.Close()
+	accepted := acceptAll(ln)
 	addr := inner.Addr().String()
 
 	a1 := dialFrom(t, "127.0.0.1", addr)
@@ -195,16 +201,7 @@ func TestConnectionCapsSpareTrustedProxies(t *testing.T) {
 	require.NoError(t, err)
 	ln := capConnections(inner, 5, 2, proxies, zap.NewNop())
 	defer ln.Close()
-	accepted := make(chan net.Conn, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(ln)
 	addr := inner.Addr().String()
 	type pair struct{ c, s net.Conn }
 	var admitted []pair

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,7 +22,7 @@ import (
 // notification the outbox accepted reaches the e-shop exactly once, none is
 // left pending or dead, and every payment was announced.
 func TestTwoBridgesOnePostgres(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	gw := startGatewaySandbox(t)
 	shop := newFlowShop(t)
 	env := withEnv("SOAPBRIDGE_GATEWAY_URL="+gw.URL+"/api", "SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify")
@@ -107,31 +105,4 @@ func outboxCounts(t *testing.T, b *bridgeProc) map[string]int {
 	var c map[string]int
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
 	return c
-}
-
-// postgresSchemaDSN gives the test a schema of its own in the test
-// database, dropped at the end, so parallel packages never meet.
-func postgresSchemaDSN(t *testing.T) string {
-	t.Helper()
-	base := testenv.PostgresDSN(t)
-	db, err := sql.Open("pgx", base)
-	require.NoError(t, err)
-	defer db.Close()
-	schema := fmt.Sprintf("soapbridge_e2e_%d", time.Now().UnixNano())
-	ctx := context.Background()
-	_, err = db.ExecContext(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err == nil {
-			_, _ = db.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			db.Close()
-		}
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

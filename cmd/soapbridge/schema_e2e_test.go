@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/internal/testenv"
 )
 
 // migrationVersions are this binary's PostgreSQL migrations as the check
@@ -33,21 +34,6 @@ func migrationVersions(t *testing.T) (string, string) {
 	latest, err := strconv.Atoi(list[len(list)-1])
 	require.NoError(t, err)
 	return strings.Join(list, ", "), strconv.Itoa(latest)
-}
-
-// relationsInSchema counts every relation (tables, sequences, indexes) of
-// the schema the DSN's search_path names.
-func relationsInSchema(t *testing.T, dsn string) int {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	db, err := sql.Open("pgx", dsn)
-	require.NoError(t, err)
-	defer db.Close()
-	var n int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1`,
-		u.Query().Get("search_path")).Scan(&n))
-	return n
 }
 
 // serveRefused runs the bridge (serving) and expects it to refuse to start:
@@ -75,7 +61,7 @@ func serveRefused(t *testing.T, env []string) string {
 // A bridge with migrate_on_start off refuses the empty schema, naming the
 // command to run, and starts once it has run.
 func TestCheckChangesNothingMigrateApplies(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	env := []string{"SOAPBRIDGE_DATABASE=" + dsn}
 	all, latest := migrationVersions(t)
 	pending := strconv.Itoa(strings.Count(all, ",")+1) + " migration(s) pending (" + all + ")"
@@ -86,25 +72,25 @@ func TestCheckChangesNothingMigrateApplies(t *testing.T) {
 	assert.Contains(t, rowOf(t, out, "store"), "ok")
 	assert.Contains(t, rowOf(t, out, "store"), "schema empty: "+pending+"; applied at start")
 	assert.Contains(t, rowOf(t, out, "database connections"), "max_replicas 1 × database_max_conns 16 = 16 connections")
-	assert.Equal(t, 0, relationsInSchema(t, dsn), "check created something in the schema")
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn), "check created something in the schema")
 
 	out, code = runBinary(t, append(env, "SOAPBRIDGE_MIGRATE_ON_START=false"), "check")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, rowOf(t, out, "store"), "FAIL")
 	assert.Contains(t, rowOf(t, out, "store"), "run soapbridge migrate")
-	assert.Equal(t, 0, relationsInSchema(t, dsn))
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn))
 
 	out = serveRefused(t, append(env, "SOAPBRIDGE_MIGRATE_ON_START=false"))
 	assert.Contains(t, out, "database schema empty: "+pending)
 	assert.Contains(t, out, "run `soapbridge migrate`")
 	assert.Contains(t, out, "(migrate_on_start / SOAPBRIDGE_MIGRATE_ON_START / -migrate-on-start)")
-	assert.Equal(t, 0, relationsInSchema(t, dsn), "a bridge told not to migrate created something")
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn), "a bridge told not to migrate created something")
 
 	out, code = runBinary(t, env, "migrate")
 	require.Equal(t, 0, code, out)
 	t.Logf("migrate:\n%s", out)
 	assert.Contains(t, out, "applied migration(s) "+all+"; schema current (version "+latest+")")
-	tables := relationsInSchema(t, dsn)
+	tables := testenv.RelationsInSchema(t, dsn)
 	assert.Positive(t, tables)
 
 	out, code = runBinary(t, env, "migrate")
@@ -114,7 +100,7 @@ func TestCheckChangesNothingMigrateApplies(t *testing.T) {
 	out, code = runBinary(t, append(env, "SOAPBRIDGE_MIGRATE_ON_START=false"), "check")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, rowOf(t, out, "store"), "schema current (version "+latest+")")
-	assert.Equal(t, tables, relationsInSchema(t, dsn))
+	assert.Equal(t, tables, testenv.RelationsInSchema(t, dsn))
 
 	b := startBridge(t, withDB(dsn), withEnv("SOAPBRIDGE_MIGRATE_ON_START=false"))
 	b.Stop()
@@ -124,7 +110,7 @@ func TestCheckChangesNothingMigrateApplies(t *testing.T) {
 // A pool the server cannot give every replica is refused at start, and by
 // check, with the figures read from the server; one that fits is logged.
 func TestConnectionBudgetAgainstTheServer(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	db, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)
 	var maxConns int
@@ -138,7 +124,7 @@ func TestConnectionBudgetAgainstTheServer(t *testing.T) {
 	assert.Contains(t, out, "(max_connections "+strconv.Itoa(maxConns)+" − ")
 	assert.Contains(t, out, "too many; lower database_max_conns or max_replicas")
 	assert.Contains(t, out, "(database_max_conns / SOAPBRIDGE_DATABASE_MAX_CONNS / -database-max-conns; max_replicas / SOAPBRIDGE_MAX_REPLICAS / -max-replicas)")
-	assert.Equal(t, 0, relationsInSchema(t, dsn), "refused before migrating")
+	assert.Equal(t, 0, testenv.RelationsInSchema(t, dsn), "refused before migrating")
 
 	out, code := runBinary(t, env, "check")
 	assert.Equal(t, 1, code, out)

@@ -9,7 +9,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -77,15 +76,12 @@ func gatewayPayment(t *testing.T, b *bridgeProc, id string) restbackend.Payment 
 	return p
 }
 
+// getText is the body of a GET of url that must answer 200.
 func getText(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", url, b)
-	return string(b)
+	code, body := adminGet(t, url)
+	require.Equal(t, http.StatusOK, code, "%s: %s", url, body)
+	return body
 }
 
 // TestPerlSOAPLiteCzechShop: a Perl shop pays with a Czech customer and

@@ -7,7 +7,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -18,14 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/internal/testenv"
 	"github.com/legacybridge/soapbridge/operations/usage/report"
 )
-
-// coreRecordsUsage says whether the core's operation pipeline records each
-// SOAP call it runs (usage.Recorder.Record, issue 22). Until it does, only
-// what the adapters record (browser flows, statement, notifications) can be
-// checked; set it when the pipeline's call lands.
-const coreRecordsUsage = true
 
 func TestUsageReportOfKnownMix(t *testing.T) {
 	php := requirePHP(t)
@@ -35,7 +29,7 @@ func TestUsageReportOfKnownMix(t *testing.T) {
 	phpVersion := toolOutput(t, php, "-r", "echo PHP_VERSION;")
 	pyVersion := toolOutput(t, py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])")
 
-	dsn := postgresSchemaDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	gw := startGatewaySandbox(t)
 	shop := newFlowShop(t)
 	env := withEnv("SOAPBRIDGE_GATEWAY_URL="+gw.URL+"/api", "SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify",
@@ -104,12 +98,12 @@ func TestUsageReportOfKnownMix(t *testing.T) {
 	getJSON(t, c.AdminURL+"/report.json?goid="+demoGoID, &viaAdmin)
 	require.Len(t, viaAdmin.Merchants, 1)
 	assert.Equal(t, m, viaAdmin.Merchants[0], "CLI and admin listener report the same")
-	page := getBody(t, c.AdminURL+"/report")
+	page := getText(t, c.AdminURL+"/report")
 	assert.Contains(t, page, `<a href="#goid-`+demoGoID+`">goid `+demoGoID+`</a>`)
 	require.NotNil(t, m.LastSeen)
 	gauge := `soapbridge_legacy_last_call_timestamp_seconds{goid="` + demoGoID + `"} `
-	require.Eventually(t, func() bool { return strings.Contains(getBody(t, c.AdminURL+"/metrics"), gauge) }, 10*time.Second, 50*time.Millisecond)
-	assert.Contains(t, getBody(t, c.AdminURL+"/metrics"), gauge+strconv.FormatFloat(float64(m.LastSeen.Unix()), 'g', -1, 64))
+	require.Eventually(t, func() bool { return strings.Contains(getText(t, c.AdminURL+"/metrics"), gauge) }, 10*time.Second, 50*time.Millisecond)
+	assert.Contains(t, getText(t, c.AdminURL+"/metrics"), gauge+strconv.FormatFloat(float64(m.LastSeen.Unix()), 'g', -1, 64))
 	assert.Equal(t, 0, *m.DaysSinceLastCall)
 
 	// What the adapters record: the browser flows, the statement, the
@@ -125,9 +119,6 @@ func TestUsageReportOfKnownMix(t *testing.T) {
 	assert.Equal(t, "POST /accounts/account-statement", restOf(m, "get-account-statement"))
 	assert.Equal(t, "gw_url", restOf(m, "pay-full-v2"))
 
-	if !coreRecordsUsage {
-		t.Skip("the core's pipeline does not record SOAP calls yet (usage.Recorder.Record, issue 22): SOAP counts not checked")
-	}
 	assert.Equal(t, map[string]opCount{
 		"createPayment":         {5, 0}, // PHP, the old PHP shop, the flow shop, Axis, suds
 		"paymentStatus":         {3, 0},
@@ -241,18 +232,7 @@ func toolOutput(t *testing.T, tool string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func getBody(t *testing.T, u string) string {
-	t.Helper()
-	resp, err := http.Get(u)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", u, raw)
-	return string(raw)
-}
-
 func getJSON(t *testing.T, u string, v any) {
 	t.Helper()
-	require.NoError(t, json.Unmarshal([]byte(getBody(t, u)), v), u)
+	require.NoError(t, json.Unmarshal([]byte(getText(t, u)), v), u)
 }

@@ -105,3 +105,21 @@ func PostgresSchema(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// RelationsInSchema counts every relation (tables, sequences, indexes,
+// views) of the schema a PostgresSchema DSN selects, so a test can show
+// that something created nothing.
+func RelationsInSchema(t testing.TB, dsn string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema()`).Scan(&n); err != nil {
+		t.Fatalf("count the schema's relations: %v", err)
+	}
+	return n
+}

@@ -9,6 +9,14 @@
 
 error_reporting(E_ALL);
 
+// fact records one string fact for the Go test in the script's $facts
+// (booleans as "true"/"false"); the script prints them as one JSON object.
+function fact(string $k, $v): void
+{
+    global $facts;
+    $facts[$k] = is_bool($v) ? ($v ? 'true' : 'false') : (string) $v;
+}
+
 function env_or_die(string $name): string
 {
     $v = getenv($name);

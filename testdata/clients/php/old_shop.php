@@ -13,12 +13,6 @@ $GOID = (int) env_or_die('GOID');
 $KEY = env_or_die('SECURE_KEY');
 $facts = [];
 
-function fact(string $k, $v): void
-{
-    global $facts;
-    $facts[$k] = is_bool($v) ? ($v ? 'true' : 'false') : (string) $v;
-}
-
 function status_facts(string $p, $s): void
 {
     global $KEY;

@@ -10,12 +10,6 @@ $GOID = (int) env_or_die('GOID');
 $KEY = env_or_die('SECURE_KEY');
 $facts = [];
 
-function fact(string $k, $v): void
-{
-    global $facts;
-    $facts[$k] = is_bool($v) ? ($v ? 'true' : 'false') : (string) $v;
-}
-
 function new_command(array $over = []): array
 {
     global $GOID;
