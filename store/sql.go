@@ -315,11 +315,11 @@ func (s *sqlStore) Delivered(ctx context.Context, id int64) error {
 
 func (s *sqlStore) Retry(ctx context.Context, id int64, next time.Time, lastErr string) error {
 	return s.finish(ctx, "schedule retry of", id, s.q.retry,
-		s.d.timeArg(next), clip(lastErr), s.d.timeArg(time.Now()), id)
+		s.d.timeArg(next), clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
 }
 
 func (s *sqlStore) Dead(ctx context.Context, id int64, lastErr string) error {
-	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr), s.d.timeArg(time.Now()), id)
+	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
 }
 
 // finish runs an update of notification id that applies only to a pending
@@ -393,11 +393,12 @@ func (s *sqlStore) Close() error {
 // maxLastError bounds what a failing e-shop can make us store per row.
 const maxLastError = 1000
 
-func clip(s string) string {
-	if len(s) <= maxLastError {
+// clip cuts s to at most n bytes of valid UTF-8.
+func clip(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	s = s[:maxLastError]
+	s = s[:n]
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // UsageSchemaVersion is the migration that adds the usage tables: a
@@ -102,7 +101,7 @@ func (s *sqlStore) AddUsage(ctx context.Context, counts []UsageCount, limits Usa
 		if c.First.IsZero() || c.Last.IsZero() {
 			return fmt.Errorf("store: add usage of goid %d: %s %q without first and last seen", c.GoID, c.Kind, c.Name)
 		}
-		c.Name, c.Detail = clipText(c.Name, maxUsageText), clipText(c.Detail, maxUsageText)
+		c.Name, c.Detail = clip(c.Name, maxUsageText), clip(c.Detail, maxUsageText)
 		byGoID[c.GoID] = append(byGoID[c.GoID], c)
 	}
 	goids := make([]int64, 0, len(byGoID))
@@ -279,16 +278,4 @@ func (s *sqlStore) UsageMerchants(ctx context.Context) ([]UsageMerchant, error) 
 		return nil, fmt.Errorf("store: read usage totals: %w", err)
 	}
 	return out, nil
-}
-
-// clipText cuts s to at most n bytes of valid UTF-8.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
