@@ -202,10 +202,13 @@ type RecurrenceRequest struct {
 	EET              *EET              `json:"eet,omitempty"`
 }
 
-// CaptureRequest is the body of a partial capture.
+// CaptureRequest is the body of a partial capture. EET merchants send the
+// captured sale's fiscal data with it, as the gateway's documentation
+// example of a partial capture does.
 type CaptureRequest struct {
 	Amount int64  `json:"amount,omitempty"`
 	Items  []Item `json:"items,omitempty"`
+	EET    *EET   `json:"eet,omitempty"`
 }
 
 // RefundRequest is the JSON body of a refund that carries EET data, as the

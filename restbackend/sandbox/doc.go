@@ -19,7 +19,7 @@
 //	GET  /api/payments/payment/{id}/refunds                     refund history {id, amount, currency, state SUCCESS|FAILED|REQUESTED, date_requested, date_last_change}
 //	POST /api/payments/payment/{id}/create-recurrence           ON_DEMAND follow-up: replied CREATED, charged right after
 //	POST /api/payments/payment/{id}/void-recurrence
-//	POST /api/payments/payment/{id}/capture                     no body: whole; JSON amount/items: partial
+//	POST /api/payments/payment/{id}/capture                     no body: whole; JSON amount/items(/eet): partial
 //	POST /api/payments/payment/{id}/void-authorization
 //	GET  /api/eshops/eshop/{goid}/payment-instruments/{currency}
 //	GET  /api/eshops/eshop/{goid}/payment-instruments           every currency, keyed by currency

@@ -154,11 +154,12 @@ type recurrenceReqIn struct {
 	EET              *eetIn                        `json:"eet"`
 }
 
-// captureIn is the body of a partial capture (no eet: the interface has
-// none there).
+// captureIn is the body of a partial capture; an EET merchant's carries the
+// captured sale's eet (the documentation's partial_preauthorized_capture_eet).
 type captureIn struct {
 	Amount num      `json:"amount"`
 	Items  []itemIn `json:"items"`
+	EET    *eetIn   `json:"eet"`
 }
 
 // refundIn is the JSON body of a refund (the form body is the ordinary one).
@@ -238,7 +239,7 @@ func (r *recurrenceReqIn) rest(v *validator) restbackend.RecurrenceRequest {
 
 // rest converts a partial capture body; v collects conversion problems.
 func (c *captureIn) rest(v *validator) restbackend.CaptureRequest {
-	return restbackend.CaptureRequest{Amount: int64(c.Amount), Items: items(v, c.Items)}
+	return restbackend.CaptureRequest{Amount: int64(c.Amount), Items: items(v, c.Items), EET: c.EET.rest()}
 }
 
 // rest converts a JSON refund body; v collects conversion problems.
