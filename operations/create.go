@@ -224,7 +224,7 @@ func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand)
 			sess := store.Session{
 				PaymentID: p.ID, GoID: m.GoID, ProductName: in.ProductName, OrderNumber: p.OrderNumber,
 				Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(in.SuccessURL), FailedURL: trim(in.FailedURL),
-				CreatedAt: s.now(), ReturnToken: token, PaymentChannels: trim(in.PaymentChannels),
+				CreatedAt: s.now(), TokenHash: store.HashReturnToken(token), PaymentChannels: trim(in.PaymentChannels),
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
 				c.logger().Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),

@@ -156,7 +156,7 @@ func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.P
 	if parent.GoID != m.GoID {
 		return store.Session{}, store.ErrNotFound
 	}
-	if !tokenAccepts(parent.ReturnToken, token) {
+	if !tokenAccepts(parent.TokenHash, token) {
 		s.logFor(ctx).Warn("callback refused: wrong or missing return token of a recurring child", zap.Int64("goid", m.GoID),
 			zap.Int64("payment", p.ID), zap.Int64("parent", p.ParentID), zap.Bool("token_given", token != ""))
 		return store.Session{}, errWrongToken
@@ -172,7 +172,7 @@ func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.P
 		SuccessURL:  parent.SuccessURL,
 		FailedURL:   parent.FailedURL,
 		CreatedAt:   s.now(),
-		ReturnToken: parent.ReturnToken,
+		TokenHash:   parent.TokenHash,
 		// The child is paid by the parent's card: the shop's channel
 		// codes still name it.
 		PaymentChannels: parent.PaymentChannels,
@@ -315,7 +315,7 @@ func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token str
 // repeats of one notification collapse into one delivery while every real
 // change reaches the e-shop:
 //
-//   - the payment's identity is its id and its session's token (or, for a
+//   - the payment's identity is its id and its session's token hash (or, for a
 //     session from before tokens, its creation time): an id the gateway
 //     hands out again (a sandbox restarted on a kept database) belongs to
 //     a new session and never collides with the old payment's keys;
@@ -324,11 +324,11 @@ func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token str
 //     state PARTIALLY_REFUNDED but adds a refund.
 //
 // refunds is "" for a payment that is not refunded.
-func notificationKey(goid int64, p *restbackend.Payment, sess store.Session, token, refunds string) string {
+func notificationKey(goid int64, p *restbackend.Payment, sess store.Session, tokenHash, refunds string) string {
 	identity := "-"
 	switch {
-	case token != "":
-		identity = "t" + tokenDigest(token)
+	case tokenHash != "":
+		identity = "t" + tokenDigest(tokenHash)
 	case !sess.CreatedAt.IsZero():
 		identity = "c" + strconv.FormatInt(sess.CreatedAt.UnixMicro(), 10)
 	}
@@ -389,7 +389,7 @@ func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64, 
 	// another of its keys while the notification waits.
 	who := flowIdentityOf(m, p, sess)
 	target := AppendQuery(m.NotificationURL, identityParams(who.GoID, who.PaymentID, who.ParentID, who.OrderNumber))
-	key := notificationKey(m.GoID, p, sess, cb.token, refunds)
+	key := notificationKey(m.GoID, p, sess, cb.tokenHash, refunds)
 	added, err := s.out.Enqueue(ctx, store.Notification{GoID: m.GoID, PaymentID: p.ID, Key: key, URL: target, Unsigned: true})
 	if err != nil {
 		s.logFor(ctx).Error("notification: enqueue failed", zap.String("key", key), zap.Error(err))

@@ -1,6 +1,8 @@
 package operations
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -42,17 +44,21 @@ func TestReturnsToSuccess(t *testing.T) {
 func TestNotificationKeyIdentity(t *testing.T) {
 	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	paid := &restbackend.Payment{ID: 3000000001, State: restbackend.StatePaid}
-	oldRun := store.Session{PaymentID: paid.ID, ReturnToken: "AAAAAAAAAAAAAAAAAAAAAAAAAA", CreatedAt: at}
-	newRun := store.Session{PaymentID: paid.ID, ReturnToken: "BBBBBBBBBBBBBBBBBBBBBBBBBB", CreatedAt: at.Add(time.Hour)}
+	const oldToken = "AAAAAAAAAAAAAAAAAAAAAAAAAA"
+	oldRun := store.Session{PaymentID: paid.ID, TokenHash: store.HashReturnToken(oldToken), CreatedAt: at}
+	newRun := store.Session{PaymentID: paid.ID, TokenHash: store.HashReturnToken("BBBBBBBBBBBBBBBBBBBBBBBBBB"), CreatedAt: at.Add(time.Hour)}
 	k := func(p *restbackend.Payment, s store.Session, refunds string) string {
-		return notificationKey(8123456789, p, s, s.ReturnToken, refunds)
+		return notificationKey(8123456789, p, s, s.TokenHash, refunds)
 	}
 	assert.Equal(t, k(paid, oldRun, ""), k(paid, oldRun, ""), "a repeat keeps its key")
 	assert.NotEqual(t, k(paid, oldRun, ""), k(paid, newRun, ""), "same id, another payment")
-	assert.NotContains(t, k(paid, oldRun, ""), oldRun.ReturnToken, "keys are logged: no token in them")
+	assert.NotContains(t, k(paid, oldRun, ""), oldToken, "keys are logged: no token in them")
+	sum := sha256.Sum256([]byte(oldToken))
+	assert.Equal(t, "8123456789:3000000001:t"+hex.EncodeToString(sum[:8])+":PAID:", k(paid, oldRun, ""),
+		"the key format of the release that stored tokens as sent: outbox rows keep matching")
 
 	// Sessions from before tokens: their creation time tells them apart.
-	oldRun.ReturnToken, newRun.ReturnToken = "", ""
+	oldRun.TokenHash, newRun.TokenHash = "", ""
 	assert.NotEqual(t, k(paid, oldRun, ""), k(paid, newRun, ""))
 
 	part := &restbackend.Payment{ID: paid.ID, State: restbackend.StatePartiallyRefunded}

@@ -3,9 +3,7 @@ package operations
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 
 	"go.uber.org/zap"
@@ -19,8 +17,9 @@ import (
 // walk paid payments and collect each customer's success URL with a valid
 // signed identity. createPayment (and pay-base-v2, which creates through
 // it) puts a random token in the return_url and notification_url it gives
-// the gateway and stores it with the session; a callback must bring it
-// back. Recurring children are created by the gateway from the parent's
+// the gateway and stores its SHA-256 with the session (never the token: a
+// copy of the database must open no callback); a callback must bring the
+// token back. Recurring children are created by the gateway from the parent's
 // request, callbacks included, so they bring back the parent's token and
 // are checked against it.
 
@@ -32,28 +31,26 @@ const CallbackTokenParam = "token"
 func newReturnToken() string { return rand.Text() }
 
 // tokenAccepts reports whether a callback bringing got may go on for a
-// payment whose token is want. A session without a token (saved before
-// tokens existed) accepts any callback, as before the upgrade.
-func tokenAccepts(want, got string) bool {
-	if want == "" {
+// payment whose token hash (store.HashReturnToken) is wantHash. A session
+// without a token (saved before tokens existed) accepts any callback, as
+// before the upgrade.
+func tokenAccepts(wantHash, got string) bool {
+	if wantHash == "" {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
+	return subtle.ConstantTimeCompare([]byte(wantHash), []byte(store.HashReturnToken(got))) == 1
 }
 
 // tokenDigest names a token in notification keys without revealing it (keys
-// are logged).
-func tokenDigest(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:8])
-}
+// are logged): the first 16 hex digits of its hash.
+func tokenDigest(tokenHash string) string { return tokenHash[:16] }
 
-// sessionToken is the token that callbacks of sess must bring: its own, or
-// for a recurring child saved without one, its parent's (the gateway copied
-// the parent's callbacks). "" when neither has one.
+// sessionToken is the hash of the token that callbacks of sess must bring:
+// its own, or for a recurring child saved without one, its parent's (the
+// gateway copied the parent's callbacks). "" when neither has one.
 func (s *Service) sessionToken(ctx context.Context, sess store.Session) (string, error) {
-	if sess.ReturnToken != "" || sess.ParentID == 0 {
-		return sess.ReturnToken, nil
+	if sess.TokenHash != "" || sess.ParentID == 0 {
+		return sess.TokenHash, nil
 	}
 	parent, err := s.store.Session(ctx, sess.ParentID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -62,16 +59,16 @@ func (s *Service) sessionToken(ctx context.Context, sess store.Session) (string,
 	if err != nil {
 		return "", err
 	}
-	return parent.ReturnToken, nil
+	return parent.TokenHash, nil
 }
 
 // callback is a gateway callback about one payment that passed the token
 // check: the payment as the gateway has it now, its legacy session (zero
-// when the bridge has none) and the token that session expects.
+// when the bridge has none) and the hash of the token that session expects.
 type callback struct {
-	p     *restbackend.Payment
-	sess  store.Session
-	token string
+	p         *restbackend.Payment
+	sess      store.Session
+	tokenHash string
 }
 
 // callbackPayment checks the token of a callback about payment id of m and
@@ -112,7 +109,7 @@ func (s *Service) callbackPayment(ctx, statusCtx context.Context, m Merchant, id
 		return nil, err
 	}
 	if found {
-		return &callback{p: p, sess: own, token: want}, nil
+		return &callback{p: p, sess: own, tokenHash: want}, nil
 	}
 	child, err := s.childSession(ctx, m, p, token)
 	switch {
@@ -131,7 +128,7 @@ func (s *Service) callbackPayment(ctx, statusCtx context.Context, m Merchant, id
 		log.Error("callback: session of recurring child failed", zap.Int64("payment", id), zap.Error(err))
 		return nil, ErrStoreDown
 	}
-	return &callback{p: p, sess: child, token: child.ReturnToken}, nil
+	return &callback{p: p, sess: child, tokenHash: child.TokenHash}, nil
 }
 
 var errWrongToken = errors.New("wrong return token")

@@ -38,29 +38,29 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 
 	t.Run("ReturnToken", func(t *testing.T) {
 		s := open(t, fresh(t))
-		in := store.Session{PaymentID: 21, GoID: 1, ProductName: "p", ReturnToken: "tok-9f2c", CreatedAt: t0}
+		in := store.Session{PaymentID: 21, GoID: 1, ProductName: "p", TokenHash: store.HashReturnToken("tok-9f2c"), CreatedAt: t0}
 		require.NoError(t, s.SaveSession(ctx, in))
 		got, err := s.Session(ctx, 21)
 		require.NoError(t, err)
-		assert.Equal(t, "tok-9f2c", got.ReturnToken)
+		assert.Equal(t, store.HashReturnToken("tok-9f2c"), got.TokenHash)
 
-		in.ReturnToken, in.ProductName = "", "re-saved"
+		in.TokenHash, in.ProductName = "", "re-saved"
 		require.NoError(t, s.SaveSession(ctx, in))
 		got, err = s.Session(ctx, 21)
 		require.NoError(t, err)
 		assert.Equal(t, "re-saved", got.ProductName)
-		assert.Equal(t, "tok-9f2c", got.ReturnToken, "a save without a token keeps the stored one")
+		assert.Equal(t, store.HashReturnToken("tok-9f2c"), got.TokenHash, "a save without a token keeps the stored one")
 
-		in.ReturnToken = "tok-new"
+		in.TokenHash = store.HashReturnToken("tok-new")
 		require.NoError(t, s.SaveSession(ctx, in))
 		got, err = s.Session(ctx, 21)
 		require.NoError(t, err)
-		assert.Equal(t, "tok-new", got.ReturnToken)
+		assert.Equal(t, store.HashReturnToken("tok-new"), got.TokenHash)
 
 		require.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: 22, GoID: 1}))
 		got, err = s.Session(ctx, 22)
 		require.NoError(t, err)
-		assert.Empty(t, got.ReturnToken)
+		assert.Empty(t, got.TokenHash)
 	})
 
 	t.Run("Purge", func(t *testing.T) {
@@ -69,8 +69,8 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 		r := store.DefaultRetention()
 
 		// Sessions: one past retention (with a token), one within.
-		old := store.Session{PaymentID: 1, GoID: 1, ReturnToken: "old-tok", CreatedAt: now.Add(-r.Sessions - time.Hour)}
-		kept := store.Session{PaymentID: 2, GoID: 1, ReturnToken: "new-tok", CreatedAt: now.Add(-r.Sessions + time.Hour)}
+		old := store.Session{PaymentID: 1, GoID: 1, TokenHash: store.HashReturnToken("old-tok"), CreatedAt: now.Add(-r.Sessions - time.Hour)}
+		kept := store.Session{PaymentID: 2, GoID: 1, TokenHash: store.HashReturnToken("new-tok"), CreatedAt: now.Add(-r.Sessions + time.Hour)}
 		require.NoError(t, s.SaveSession(ctx, old))
 		require.NoError(t, s.SaveSession(ctx, kept))
 
@@ -111,7 +111,7 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 		assert.ErrorIs(t, err, store.ErrNotFound)
 		got, err := s.Session(ctx, 2)
 		require.NoError(t, err)
-		assert.Equal(t, "new-tok", got.ReturnToken)
+		assert.Equal(t, store.HashReturnToken("new-tok"), got.TokenHash)
 		counts, err := s.Counts(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, store.OutboxCounts{Pending: 1}, counts, "pending notifications are never purged")
@@ -127,7 +127,7 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 		require.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: 1, GoID: 1, CreatedAt: now}))
 		got, err = s.Session(ctx, 1)
 		require.NoError(t, err)
-		assert.Empty(t, got.ReturnToken)
+		assert.Empty(t, got.TokenHash)
 
 		_, err = s.Purge(ctx, now, store.Retention{})
 		assert.Error(t, err, "zero retention is refused, not 'purge everything'")
@@ -167,7 +167,7 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 			wg.Go(func() {
 				for i := w; i < total; i += 8 {
 					assert.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: int64(i + 1), GoID: 1,
-						ReturnToken: fmt.Sprint("t", i), CreatedAt: t0}))
+						TokenHash: store.HashReturnToken(fmt.Sprint("t", i)), CreatedAt: t0}))
 				}
 			})
 		}
@@ -203,7 +203,7 @@ func retentionSuite(t *testing.T, fresh freshDSN, driver string) {
 		require.NoError(t, err)
 		assert.Equal(t, "old", got.ProductName)
 		assert.Equal(t, "https://shop.example/ok", got.SuccessURL)
-		assert.Empty(t, got.ReturnToken, "a session from before the upgrade has no token")
+		assert.Empty(t, got.TokenHash, "a session from before the upgrade has no token")
 		_, claimed, err := s.ClaimCall(ctx, store.CallKey{GoID: 1, Operation: "x", Hash: "h"}, t0, day)
 		require.NoError(t, err)
 		assert.True(t, claimed, "the ledger exists after the upgrade")

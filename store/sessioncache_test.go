@@ -40,7 +40,7 @@ func sessionCacheSuite(t *testing.T, dsn string) {
 	b.sessions.now = func() time.Time { return clock }
 	sess := Session{PaymentID: 3000000001, GoID: 8123456789, ProductName: "kůň", OrderNumber: "42", Amount: 12900,
 		Currency: "CZK", SuccessURL: "https://shop.example/ok", FailedURL: "https://shop.example/ko",
-		CreatedAt: clock.Add(-time.Minute).Truncate(time.Millisecond), ReturnToken: "tok"}
+		CreatedAt: clock.Add(-time.Minute).Truncate(time.Millisecond), TokenHash: HashReturnToken("tok")}
 
 	// A miss is not remembered: the row another replica writes next is found.
 	_, err := b.Session(ctx, sess.PaymentID)
@@ -49,7 +49,7 @@ func sessionCacheSuite(t *testing.T, dsn string) {
 	got, err := b.Session(ctx, sess.PaymentID)
 	require.NoError(t, err)
 	require.Equal(t, sess.ProductName, got.ProductName)
-	require.Equal(t, sess.ReturnToken, got.ReturnToken)
+	require.Equal(t, sess.TokenHash, got.TokenHash)
 	require.True(t, sess.CreatedAt.Equal(got.CreatedAt))
 
 	// A hit costs no database read: with its reader pool closed, b still
@@ -66,14 +66,14 @@ func sessionCacheSuite(t *testing.T, dsn string) {
 	// The replica that saves a session again (a reused id) reads the new
 	// row at once.
 	again := sess
-	again.ProductName, again.ReturnToken = "nový", "tok2"
+	again.ProductName, again.TokenHash = "nový", HashReturnToken("tok2")
 	_, err = a.Session(ctx, sess.PaymentID)
 	require.NoError(t, err)
 	require.NoError(t, a.SaveSession(ctx, again))
 	got, err = a.Session(ctx, sess.PaymentID)
 	require.NoError(t, err)
 	require.Equal(t, "nový", got.ProductName)
-	require.Equal(t, "tok2", got.ReturnToken)
+	require.Equal(t, HashReturnToken("tok2"), got.TokenHash)
 
 	// Another replica keeps its row for at most the TTL.
 	got, err = b.Session(ctx, sess.PaymentID)

@@ -99,7 +99,7 @@ func (d *dialect) queries() queries {
 				amount = excluded.amount, currency = excluded.currency,
 				success_url = excluded.success_url, failed_url = excluded.failed_url,
 				created_at = excluded.created_at, payment_channels = excluded.payment_channels`),
-		// A save without a token keeps the stored one (see Session.ReturnToken).
+		// A save without a token keeps the stored one (see Session.TokenHash).
 		saveToken: d.rebind(`INSERT INTO session_tokens (payment_id, return_token) VALUES (?, ?)
 			ON CONFLICT (payment_id) DO UPDATE SET return_token = excluded.return_token`),
 		session: d.rebind(`SELECT ` + qualifiedSessionCols + `, COALESCE(t.return_token, '')
@@ -167,6 +167,9 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	if ss.CreatedAt.IsZero() {
 		ss.CreatedAt = time.Now()
 	}
+	if err := checkTokenHash(ss.PaymentID, ss.TokenHash); err != nil {
+		return err
+	}
 	// After the write ends, however it ends: a read racing it must not
 	// leave the replaced row in the cache.
 	defer s.sessions.saved(ss.PaymentID)
@@ -176,10 +179,10 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt), ss.PaymentChannels); err != nil {
 			return err
 		}
-		if ss.ReturnToken == "" {
+		if ss.TokenHash == "" {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, s.q.saveToken, ss.PaymentID, ss.ReturnToken)
+		_, err := tx.ExecContext(ctx, s.q.saveToken, ss.PaymentID, ss.TokenHash)
 		return err
 	})
 	if err != nil {
@@ -217,11 +220,13 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 	return ss, nil
 }
 
-// scanSession reads a row of qualifiedSessionCols and the return token.
+// scanSession reads a row of qualifiedSessionCols and the return token's
+// hash.
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
 	err := row.Scan(&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
-		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.PaymentChannels, &ss.ReturnToken)
+		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.PaymentChannels, &ss.TokenHash)
+	ss.TokenHash = storedTokenHash(ss.TokenHash)
 	return ss, err
 }
 

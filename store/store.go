@@ -32,11 +32,12 @@ type Session struct {
 	SuccessURL  string
 	FailedURL   string
 	CreatedAt   time.Time
-	// ReturnToken is the random per-payment token the bridge puts in the
-	// callback URLs it gives the gateway; "" for sessions saved before
-	// tokens existed. Saving a session with "" keeps a token already stored,
-	// so a later save cannot switch the check off.
-	ReturnToken string
+	// TokenHash is HashReturnToken of the random per-payment token the
+	// bridge puts in the callback URLs it gives the gateway (the token
+	// itself is never stored); "" for sessions saved before tokens existed.
+	// Saving a session with "" keeps a hash already stored, so a later save
+	// cannot switch the check off; saving anything but a hash is an error.
+	TokenHash string
 	// PaymentChannels is the paymentChannels list the e-shop sent, as sent
 	// ("" when it sent none, and for sessions saved before it was kept):
 	// status replies report the channel with the shop's own code.

@@ -117,7 +117,7 @@ func suite(t *testing.T, fresh freshDSN) {
 		s := open(t, fresh(t))
 		for _, ss := range []store.Session{
 			{PaymentID: 30, ParentID: 10, GoID: 1, OrderNumber: "R-2", Amount: 500, Currency: "CZK", CreatedAt: t0.Add(time.Minute)},
-			{PaymentID: 20, ParentID: 10, GoID: 1, OrderNumber: "R-1", Amount: 500, Currency: "CZK", CreatedAt: t0, ReturnToken: "tok"},
+			{PaymentID: 20, ParentID: 10, GoID: 1, OrderNumber: "R-1", Amount: 500, Currency: "CZK", CreatedAt: t0, TokenHash: store.HashReturnToken("tok")},
 			{PaymentID: 10, GoID: 1, OrderNumber: "P", Amount: 500, Currency: "CZK", CreatedAt: t0},
 			{PaymentID: 40, ParentID: 11, GoID: 1, OrderNumber: "X", Amount: 1, Currency: "CZK", CreatedAt: t0},
 		} {
@@ -127,7 +127,7 @@ func suite(t *testing.T, fresh freshDSN) {
 		require.NoError(t, err)
 		require.Len(t, kids, 2)
 		assert.Equal(t, []int64{20, 30}, []int64{kids[0].PaymentID, kids[1].PaymentID})
-		assert.Equal(t, "tok", kids[0].ReturnToken)
+		assert.Equal(t, store.HashReturnToken("tok"), kids[0].TokenHash)
 		assert.Equal(t, t0.Add(time.Minute), kids[1].CreatedAt)
 		none, err := s.Children(ctx, 20)
 		require.NoError(t, err)

@@ -34,21 +34,22 @@ func TestCallbackTokenChecked(t *testing.T) {
 	b := env.create(t, "TOK-2", "https://shop.example/ok", "https://shop.example/ko")
 	require.NoError(t, env.sb.Act(ctx, a, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
 	flWaitNotification(t, env.shop, operations.FormatInt(a)) // the sandbox's own call brought the token
+	ta, tb := env.token(t, a), env.token(t, b)
+	assert.Regexp(t, regexp.MustCompile(`^[A-Z2-7]{26}$`), ta)
+	assert.NotEqual(t, ta, tb)
 	sa, err := env.st.Session(ctx, a)
 	require.NoError(t, err)
-	sb, err := env.st.Session(ctx, b)
-	require.NoError(t, err)
-	assert.Regexp(t, regexp.MustCompile(`^[A-Z2-7]{26}$`), sa.ReturnToken)
-	assert.NotEqual(t, sa.ReturnToken, sb.ReturnToken)
+	assert.Equal(t, store.HashReturnToken(ta), sa.TokenHash, "the store keeps the token's hash, not the token")
 
 	for _, path := range []string{PathReturn, PathNotify} {
 		good := env.callbackURL(t, path, a)
 		for name, u := range map[string]string{
-			"missing":           strings.Replace(good, operations.CallbackTokenParam+"="+sa.ReturnToken+"&", "", 1),
-			"empty":             strings.Replace(good, sa.ReturnToken, "", 1),
-			"another payment's": strings.Replace(good, sa.ReturnToken, sb.ReturnToken, 1),
-			"one character off": strings.Replace(good, sa.ReturnToken, sa.ReturnToken[:25]+flip(sa.ReturnToken[25]), 1),
-			"prefix":            strings.Replace(good, sa.ReturnToken, sa.ReturnToken[:13], 1),
+			"missing":           strings.Replace(good, operations.CallbackTokenParam+"="+ta+"&", "", 1),
+			"empty":             strings.Replace(good, ta, "", 1),
+			"another payment's": strings.Replace(good, ta, tb, 1),
+			"one character off": strings.Replace(good, ta, ta[:25]+flip(ta[25]), 1),
+			"prefix":            strings.Replace(good, ta, ta[:13], 1),
+			"its stored hash":   strings.Replace(good, ta, sa.TokenHash, 1),
 		} {
 			t.Run(path+" "+name, func(t *testing.T) {
 				require.NotEqual(t, good, u)

@@ -196,14 +196,25 @@ func (env *flEnv) create(t *testing.T, order, success, failed string, extra ...s
 
 // callbackURL is the bridge's callback at path for payment id as the
 // gateway calls it: the URL the bridge gave it (goid and the payment's
-// return token, read from the store) with &id= added.
+// return token) with &id= added.
 func (env *flEnv) callbackURL(t *testing.T, path string, id int64) string {
 	t.Helper()
-	sess, err := env.st.Session(context.Background(), id)
-	require.NoError(t, err)
-	require.NotEmpty(t, sess.ReturnToken, "payment %d has a return token", id)
 	return env.bridge.URL + path + "?goid=8123456789&" + operations.CallbackTokenParam + "=" +
-		url.QueryEscape(sess.ReturnToken) + "&id=" + operations.FormatInt(id)
+		url.QueryEscape(env.token(t, id)) + "&id=" + operations.FormatInt(id)
+}
+
+// token is the return token the bridge gave the gateway for payment id (a
+// child: its parent's), read from the gateway's copy of the callback URL:
+// the bridge's store keeps only its hash.
+func (env *flEnv) token(t *testing.T, id int64) string {
+	t.Helper()
+	cb, ok := env.sb.Callback(id)
+	require.True(t, ok, "payment %d has callbacks", id)
+	u, err := url.Parse(cb.ReturnURL)
+	require.NoError(t, err)
+	tok := u.Query().Get(operations.CallbackTokenParam)
+	require.NotEmpty(t, tok, "payment %d has a return token", id)
+	return tok
 }
 
 func (env *flEnv) get(t *testing.T, u string) *http.Response {
@@ -481,7 +492,7 @@ func TestRecurringChildNotification(t *testing.T) {
 	// The gateway gave the child its parent's callbacks: the parent's token.
 	parentSess, err := env.st.Session(ctx, parent)
 	require.NoError(t, err)
-	assert.Equal(t, parentSess.ReturnToken, sess.ReturnToken)
+	assert.Equal(t, parentSess.TokenHash, sess.TokenHash)
 	bare := env.get(t, env.bridge.URL+PathReturn+"?goid=8123456789&id="+operations.FormatInt(childID))
 	assert.Equal(t, http.StatusNotFound, bare.StatusCode, "a child's return without the token")
 	ret := env.get(t, env.callbackURL(t, PathReturn, childID))

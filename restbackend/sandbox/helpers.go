@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/legacybridge/soapbridge/restbackend"
 )
 
 // handleHelperAct: POST /sandbox/payments/{id}/{pay|cancel|wait}.
@@ -88,4 +90,18 @@ func (g *Gateway) handleInstruments(c echo.Context) error {
 		return errField(codeWrongFormat, "currency", "unknown currency "+strconv.Quote(cur))
 	}
 	return c.JSON(http.StatusOK, instrumentList(g.baseURL(c.Request()), cur))
+}
+
+// Callback is the callback block payment id was created with (a child's:
+// its parent's, as the gateway copies it), as the gateway would call it:
+// tests read a payment's return URL, with the bridge's token, from here,
+// since the bridge itself keeps only the token's hash.
+func (g *Gateway) Callback(id int64) (restbackend.Callback, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.payments[id]
+	if p == nil || p.req.Callback == nil {
+		return restbackend.Callback{}, false
+	}
+	return *p.req.Callback, true
 }
