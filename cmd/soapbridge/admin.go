@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"sort"
@@ -435,9 +436,101 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
+// The admin listener answers only under its own names, against DNS
+// rebinding: a page an operator opens in a browser that can reach the
+// listener may point a name of its own (evil.example) at the listener's
+// address and then read /report, the status page (client ids, notification
+// hosts, allowed networks) and /debug/pprof as same-origin responses. Such
+// a request carries the page's name in its Host header, so the listener
+// answers only Host headers that are
+//   - an IP address, any (with any port): no DNS name, nothing to rebind; a
+//     page whose origin is an IP address is another origin than the
+//     rebinding page's. This keeps what reaches a pod by its address
+//     working: the kubelet's probes and Prometheus's scrapes send the pod IP
+//     as Host, kubectl port-forward 127.0.0.1, Docker's published ports the
+//     host's address;
+//   - localhost (any port: port-forwards map other ports);
+//   - the host name of admin_listen, if it is one;
+//   - a name listed in admin_hosts (an operator's DNS name or Service name
+//     for the listener).
+// Anything else is 421 Misdirected Request with a message naming the
+// setting, before any handler runs.
+
+// adminHostNames parses admin_hosts: host names without scheme or port,
+// separated by commas or spaces, lower-cased.
+func adminHostNames(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		h := strings.TrimSuffix(strings.ToLower(f), ".")
+		if h == "" || strings.ContainsAny(h, ":/[]@?#%") {
+			return nil, fmt.Errorf("%q is not a host name (give names only: no scheme, port or path; IP addresses are always accepted)", f)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// adminHosts decides which Host headers the admin listener answers.
+type adminHosts map[string]bool
+
+// newAdminHosts accepts localhost, the host name of listen (when it is a
+// name) and names (parsed by adminHostNames), besides every IP address.
+func newAdminHosts(listen string, names []string) adminHosts {
+	h := adminHosts{"localhost": true}
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" {
+		h[strings.TrimSuffix(strings.ToLower(host), ".")] = true
+	}
+	for _, n := range names {
+		h[n] = true
+	}
+	return h
+}
+
+// allows reports whether the admin listener answers a request whose Host
+// header is host.
+func (h adminHosts) allows(host string) bool {
+	name := host
+	if n, _, err := net.SplitHostPort(host); err == nil {
+		name = n
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+	}
+	if name == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	return h[strings.TrimSuffix(strings.ToLower(name), ".")]
+}
+
+// guard answers 421 to a request under any other Host than h allows.
+func (h adminHosts) guard(next http.Handler, log *zap.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.allows(r.Host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		host := r.Host
+		if len(host) > 100 {
+			host = host[:100] + "…"
+		}
+		log.Debug("admin request refused: Host not the listener's", zap.String("host", host))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		fmt.Fprintf(w, "admin listener: Host %q is not one of this listener's names; it answers under an IP address, localhost, "+
+			"the host of admin_listen or a name listed in admin_hosts (SOAPBRIDGE_ADMIN_HOSTS), so that no other web page can read it\n", host)
+	})
+}
+
 // startAdmin serves the admin listener and runs the dependency probes
 // until the returned stop is called.
 func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
+	names, err := adminHostNames(cfg.AdminHosts)
+	if err != nil { // validate refused it already
+		return nil, fmt.Errorf("admin hosts: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
@@ -447,7 +540,7 @@ func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, s
 	var probing sync.WaitGroup
 	probing.Go(func() { p.run(ctx) })
 	srv := &http.Server{
-		Handler:           withReportPages(newAdminHandler(merchants, met, st, p, rd, log), pages),
+		Handler:           newAdminHosts(cfg.AdminListen, names).guard(withReportPages(newAdminHandler(merchants, met, st, p, rd, log), pages), log),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(log),

@@ -201,3 +201,22 @@ func TestGatewayProbe(t *testing.T) {
 	g, _ = e.p.results()
 	assert.True(t, strings.Contains(g.Error, "connect"), g.Error)
 }
+
+// admin_hosts: names only, each a host name without scheme or port.
+func TestAdminHostNames(t *testing.T) {
+	names, err := adminHostNames(" Admin.Example.com., soapbridge-admin  other ")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin.example.com", "soapbridge-admin", "other"}, names)
+	for _, bad := range []string{"admin.example.com:9090", "http://admin.example.com", "[::1]", "a/b"} {
+		_, err := adminHostNames(bad)
+		assert.ErrorContains(t, err, "not a host name", bad)
+	}
+	h := newAdminHosts("admin.internal:9090", names)
+	for host, want := range map[string]bool{
+		"admin.internal:9090": true, "admin.internal": true, "localhost": true, "127.0.0.1:1": true, "[::1]": true,
+		"192.0.2.7:9090": true, "other:80": true, "": false, "evil.example:9090": false, "admin.internal.evil.example": false,
+		"localhost.evil.example": false, "[evil.example]:9090": false,
+	} {
+		assert.Equal(t, want, h.allows(host), host)
+	}
+}

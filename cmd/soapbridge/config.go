@@ -77,6 +77,7 @@ type Config struct {
 	DefaultGoID    int64  `yaml:"default_goid" help:"merchant paymentMethodList answers for (it has no input); the first merchant when 0"`
 	TrustedProxies string `yaml:"trusted_proxies" help:"CIDRs of the proxies and load balancers whose X-Forwarded-For is believed for merchants' allowed_networks"`
 	AdminListen    string `yaml:"admin_listen" help:"address of the admin listener (/metrics, /livez, /readyz, /debug/pprof, status page at /); off: none"`
+	AdminHosts     string `yaml:"admin_hosts" help:"host names, separated by commas or spaces, the admin listener answers under besides its own address, localhost and IP addresses (421 for any other Host header: a DNS-rebinding page gets nothing)"`
 	OTLPEndpoint   string `yaml:"otlp_endpoint" help:"OTLP/HTTP endpoint traces are sent to (e.g. http://127.0.0.1:4318); none when empty"`
 	WatchConfig    bool   `yaml:"watch_config" help:"reload the merchants when the config file changes (read every 2s), as SIGHUP does"`
 
@@ -179,6 +180,7 @@ func (c *Config) validate() error {
 	}
 	sandbox := c.GatewayURL == ""
 	_, proxiesErr := access.ParseNetworks(c.TrustedProxies)
+	_, adminHostsErr := adminHostNames(c.AdminHosts)
 	_, levelErr := zapcore.ParseLevel(c.LogLevel)
 	ns, nsErr := url.Parse(c.ServiceNamespace)
 	// The core's settings first (its Validate normalizes the merchants): the
@@ -232,6 +234,7 @@ func (c *Config) validate() error {
 		{when(sandbox, "%s", badURL("sandbox public URL", c.SandboxPublicURL)), "sandbox_public_url"},
 		{when(proxiesErr != nil, "trusted proxies: %v", proxiesErr), "trusted_proxies"},
 		{when(c.AdminListen != "" && c.AdminListen != "off", "%s", hostPort("admin listen (or off)", c.AdminListen)), "admin_listen"},
+		{when(adminHostsErr != nil, "admin hosts: %v", adminHostsErr), "admin_hosts"},
 		{badURL("OTLP endpoint", c.OTLPEndpoint), "otlp_endpoint"},
 		{when(strings.TrimSpace(c.Database) == "", "database must name an SQLite file or a postgres:// DSN"), "database"},
 		{when(c.DatabaseMaxConns < 2 || c.DatabaseMaxConns > 10000, "database max conns: %d is not within 2..10000 (one connection for refund locks, one for queries at least)",

@@ -390,6 +390,7 @@ retain_sessions: 100h
 admin_listen: nowhere
 otlp_endpoint: ftp://otel
 trusted_proxies: 10.0.0.0/33
+admin_hosts: "http://admin.example"
 default_goid: 1
 merchants:
   - {goid: 8000000001, client_id: a, client_secret: %[1]s, secure_key: short, replay_window: 1s}
