@@ -235,6 +235,7 @@ func (c *Config) validate() error {
 		{when(proxiesErr != nil, "trusted proxies: %v", proxiesErr), "trusted_proxies"},
 		{when(c.AdminListen != "" && c.AdminListen != "off", "%s", hostPort("admin listen (or off)", c.AdminListen)), "admin_listen"},
 		{when(adminHostsErr != nil, "admin hosts: %v", adminHostsErr), "admin_hosts"},
+		{callersUnseen(*c), "trusted_proxies max_connections_per_ip"},
 		{badURL("OTLP endpoint", c.OTLPEndpoint), "otlp_endpoint"},
 		{when(strings.TrimSpace(c.Database) == "", "database must name an SQLite file or a postgres:// DSN"), "database"},
 		{when(c.DatabaseMaxConns < 2 || c.DatabaseMaxConns > 10000, "database max conns: %d is not within 2..10000 (one connection for refund locks, one for queries at least)",

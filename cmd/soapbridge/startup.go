@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -80,4 +83,35 @@ func checkGateway(ctx context.Context, gw tokenSource, gatewayURL string, ms []M
 	if len(ok) > 0 {
 		log.Info("the gateway issued tokens "+when, zap.String("gateway", gatewayURL), zap.Int64s("merchants", ok))
 	}
+}
+
+// callersUnseen is the problem of a configuration that cannot tell callers
+// apart although a merchant's rules depend on it ("" when none): the
+// per-address connection cap off (max_connections_per_ip 0, which is what
+// one sets behind a load balancer, whose address every connection comes
+// from) and no trusted_proxies, so every call seems to come from the
+// balancer. Then a merchant's allowed_networks sees only the balancer, and
+// the refused-login limit (counted per caller address) blocks every caller
+// once a stranger has sent wrong Basic passwords: the shop's right ones are
+// refused too. A bridge exposed directly keeps a per-address cap, so the
+// combination is refused at start (and by check and reload), naming the
+// settings.
+func callersUnseen(c Config) string {
+	if c.MaxConnsPerIP != 0 || strings.TrimSpace(c.TrustedProxies) != "" {
+		return ""
+	}
+	var who []string
+	for _, m := range c.Merchants {
+		if m.AllowedNetworks != "" || m.BasicUser != "" && c.AuthFailures > 0 {
+			who = append(who, strconv.FormatInt(m.GoID, 10))
+		}
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("max_connections_per_ip is 0 (as behind a load balancer) but trusted_proxies is empty, and merchant(s) %s "+
+		"rely on the caller's address (allowed_networks, or basic_user with basic_auth_failures_per_minute): every call would "+
+		"seem to come from the balancer, so a stranger's wrong Basic passwords would block the shop's right ones and allowed_networks "+
+		"would see only the balancer. Set trusted_proxies to the balancer's addresses (the Kubernetes base: the ingress "+
+		"controller's pod network), or, exposed directly, a per-address cap (max_connections_per_ip > 0)", strings.Join(who, ", "))
 }

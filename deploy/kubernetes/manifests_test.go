@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -525,4 +526,37 @@ func TestGeneratedConfigMapAndSecret(t *testing.T) {
 		}
 	}
 	assert.True(t, mounted, "the merchants' file is mounted from the Secret")
+}
+
+// TestCallersSeenBehindTheIngress: with the per-address cap off (every
+// connection comes from the ingress), the base ships trusted_proxies, as a
+// placeholder the bridge refuses (not a CIDR) until the operator sets the
+// ingress controller's addresses as the runbook says: never the silent
+// lock-out of a base without it. The probes reach the admin listener by
+// the pod IP (no host, no Host header), which its Host check accepts.
+func TestCallersSeenBehindTheIngress(t *testing.T) {
+	settings := envFile(t, "soapbridge.env")
+	require.Equal(t, "0", settings["SOAPBRIDGE_MAX_CONNECTIONS_PER_IP"])
+	proxies, ok := settings["SOAPBRIDGE_TRUSTED_PROXIES"]
+	require.True(t, ok, "the per-address cap is off: trusted_proxies must be shipped")
+	require.NotEmpty(t, proxies)
+	_, prefixErr := netip.ParsePrefix(proxies)
+	_, addrErr := netip.ParseAddr(proxies)
+	assert.True(t, prefixErr != nil && addrErr != nil,
+		"%q: a placeholder the bridge refuses, not an address that passes for the ingress's", proxies)
+	runbook, err := os.ReadFile("../../docs/operations.md")
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(runbook), proxies) && strings.Contains(string(runbook), "SOAPBRIDGE_TRUSTED_PROXIES"),
+		"docs/operations.md tells the operator to replace the placeholder %s", proxies)
+
+	d := get[*appsv1.Deployment](t, loadBase(t), "soapbridge")
+	c := d.Spec.Template.Spec.Containers[0]
+	for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		require.NotNil(t, p, name)
+		require.NotNil(t, p.HTTPGet, name)
+		assert.Empty(t, p.HTTPGet.Host, "%s probe: the pod IP is the Host the admin listener accepts", name)
+		for _, h := range p.HTTPGet.HTTPHeaders {
+			assert.NotEqual(t, "host", strings.ToLower(h.Name), "%s probe: a Host header the admin listener may refuse (421)", name)
+		}
+	}
 }
