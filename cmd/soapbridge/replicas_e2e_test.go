@@ -63,6 +63,9 @@ defaults
   timeout server 60s
   retries 3
   option redispatch
+  # As an ingress does: the bridges name the caller from it when
+  # trusted_proxies lists the balancer.
+  option forwardfor
 frontend soap
   bind 127.0.0.1:` + port + `
   http-request capture req.hdr(X-Request-Id) len 64
