@@ -42,8 +42,8 @@ func tokenAccepts(wantHash, got string) bool {
 }
 
 // tokenDigest names a token in notification keys without revealing it (keys
-// are logged): the first 16 hex digits of its hash.
-func tokenDigest(tokenHash string) string { return tokenHash[:16] }
+// are logged): the first 16 hex digits of its hash (the store keeps 64).
+func tokenDigest(tokenHash string) string { return tokenHash[:min(16, len(tokenHash))] }
 
 // sessionToken is the hash of the token that callbacks of sess must bring:
 // its own, or for a recurring child saved without one, its parent's (the
