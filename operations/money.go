@@ -369,7 +369,7 @@ func (s *Service) notDone(ctx context.Context, log *zap.Logger, h *held) {
 func (s *Service) inDoubt(ctx context.Context, log *zap.Logger, h *held, why string) {
 	lctx, cancel := s.ledgerContext(ctx)
 	defer cancel()
-	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, h.key, h.claim, clipNote(why, 200), s.now()))
+	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, h.key, h.claim, store.Clip(why, 200), s.now()))
 }
 
 // finish logs a ledger update that failed: the answer stands (it says what
@@ -379,13 +379,6 @@ func (s *Service) finish(log *zap.Logger, what string, err error) {
 	if err != nil {
 		log.Error("ledger update failed", zap.String("to", what), zap.Error(err))
 	}
-}
-
-func clipNote(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
 }
 
 // resultRecord is the ledger record of an operation result about id. A
