@@ -15,9 +15,21 @@ import (
 )
 
 // DefaultCallDeadline bounds a whole legacy call when Config.CallDeadline
-// is zero: under the 60 s a legacy client waits at most (PHP's
-// default_socket_timeout, the bridge's write timeout).
+// is zero and the REST timeout is under it: under the 60 s a legacy client
+// waits at most (PHP's default_socket_timeout, the bridge's write timeout).
+// CallDeadlineFor is the whole rule.
 const DefaultCallDeadline = 25 * time.Second
+
+// CallDeadlineFor is the default call deadline with REST timeout rest, the
+// one rule for it: DefaultCallDeadline, or past a REST timeout that long,
+// rest plus half of it (room for the reads before a POST and the
+// reconciliation after it).
+func CallDeadlineFor(rest time.Duration) time.Duration {
+	if DefaultCallDeadline > rest {
+		return DefaultCallDeadline
+	}
+	return rest + DefaultCallDeadline/2
+}
 
 // Answers of a money-moving call whose result the bridge cannot give. Each
 // is a Server fault: legacy clients take a fault as "try again later", and
