@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,10 +54,13 @@ func vectorFields(t *testing.T, v vector) []string {
 			PreAuthorization: f("preAuthorization"), RecurrentPayment: f("recurrentPayment"), RecurrenceDateTo: f("recurrenceDateTo"),
 			RecurrenceCycle: f("recurrenceCycle"), RecurrencePeriod: f("recurrencePeriod"), PaymentChannels: f("paymentChannels")}.Fields()
 	case "paymentStatus":
-		return PaymentStatusFields{TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"),
-			Currency: f("currency"), OrderNumber: f("orderNumber"), RecurrentPayment: f("recurrentPayment"),
-			ParentPaymentSessionID: f("parentPaymentSessionId"), PreAuthorization: f("preAuthorization"), Result: f("result"),
-			SessionState: f("sessionState"), SessionSubState: f("sessionSubState"), PaymentChannel: f("paymentChannel")}.Fields()
+		// As a client reads a reply: booleans as sent, true/false.
+		return PaymentStatusReplyFields(func(name string) string {
+			if b, ok := v.Fields[name].(bool); ok {
+				return strconv.FormatBool(b)
+			}
+			return f(name)
+		})
 	case "paymentResult":
 		return PaymentResultFields(f("paymentSessionId"), f("result"))
 	case "paymentIdentity":
@@ -138,8 +142,10 @@ func TestVectorsMatchShared(t *testing.T) {
 
 func BenchmarkSign(b *testing.B) {
 	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
-	fields := PaymentStatusFields{TargetGoID: "8123456789", ProductName: "Objednávka", TotalPrice: "12900", Currency: "CZK",
-		OrderNumber: "42", RecurrentPayment: "0", PreAuthorization: "0", Result: "CALL_COMPLETED", SessionState: "PAID"}.Fields()
+	st := PaymentStatus{TargetGoID: ptr(int64(8123456789)), ProductName: ptr("Objednávka"), TotalPrice: ptr(int64(12900)),
+		Currency: ptr("CZK"), OrderNumber: ptr("42"), RecurrentPayment: ptr(false), PreAuthorization: ptr(false),
+		Result: CallCompleted, SessionState: ptr("PAID")}
+	fields := st.SignatureFields()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Sign(key, fields...); err != nil {
