@@ -70,25 +70,6 @@ func extraFields(t reflect.Type) map[string]int {
 	return m
 }
 
-// untaggedFields lists the fields of t without a legacy or legacyExtra tag
-// (embedded structs are walked, not listed).
-func untaggedFields(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			out = append(out, untaggedFields(f.Type)...)
-			continue
-		}
-		_, wire := f.Tag.Lookup("legacy")
-		_, extra := f.Tag.Lookup("legacyExtra")
-		if !wire && !extra {
-			out = append(out, t.Name()+"."+f.Name)
-		}
-	}
-	return out
-}
-
 // checkBinding reports whether the Go type bound to table type tt declares
 // exactly its members, with Go types that can carry them.
 func checkBinding(tt wsdl.Type, gt reflect.Type) error {
