@@ -78,6 +78,8 @@ func paymentBody() obj {
 // shown.
 func fragment(pairs ...any) obj { return append(o(pairs...), kv{k: elided}) }
 
+// operationRows are the operations' rows, in no particular order: a report
+// lists operations in the WSDL table's order (orderOf).
 var operationRows = []Row{
 	{Name: "touch", REST: restNone,
 		Change: "Remove the call: REST needs no liveness check. A token request (POST /oauth2/token) proves the credentials."},
