@@ -254,7 +254,7 @@ func (g *Gateway) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = g.errorHandler
-	e.Use(middleware.Recover(), middleware.BodyLimit("1M"))
+	e.Use(middleware.Recover(), middleware.BodyLimit(strconv.Itoa(maxBody))) // bytes: echo's "1M" would be 10^6
 
 	api := e.Group("/api")
 	api.POST(route(restbackend.PathToken), g.handleToken)
