@@ -82,7 +82,7 @@ type Observer interface {
 
 // DefaultTimeout is Config.Timeout's default, and the bridge's rest_timeout:
 // the gateway answers well under a second, and a legacy call's whole
-// deadline (25 s) must leave room for the reads before a POST and for
+// deadline (operations.CallDeadlineFor) must leave room for the reads before a POST and for
 // reconciling a lost reply after it.
 const DefaultTimeout = 10 * time.Second
 
