@@ -1,7 +1,8 @@
 // Package wsdl describes the EPaymentServiceV2 SOAP interface: the
 // operations, their messages and types, and the WSDL document the legacy
 // clients download from `{soap path}?wsdl` to build their stubs. It knows
-// the service description, nothing of payments or of the wire encoding.
+// the service description (with the members each signature covers, a fact
+// of the same messages), nothing of payments or of the wire encoding.
 package wsdl
 
 import "strings"
@@ -123,8 +124,8 @@ type Type struct {
 	// Signature are the members its encryptedSignature covers, in the
 	// order they are joined (legacy-protocol.md, "The signature scheme"),
 	// for the types whose signature covers members of their own beyond the
-	// goid and session id; not part of the document. The codec's Go types
-	// and the signatures (package operations) read it.
+	// goid and session id; not part of the document. Package operations
+	// joins those signatures by it.
 	Signature []Signed
 }
 
