@@ -13,8 +13,11 @@ import (
 
 // channel is one legacy payment channel code and its REST equivalent.
 type channel struct {
-	Code       string
-	Instrument string // "" when the channel has no REST equivalent today
+	Code string
+	// Instrument is the REST payment instrument; "" when the channel has
+	// no REST equivalent today: the code is retired (the usage record says
+	// so), while a code with one is mapped, even where the bank is gone.
+	Instrument string
 	Swift      string // the bank of a bank button; empty otherwise (also "any bank")
 	// Historic: a code of earlier years. It is read wherever a shop sends
 	// it, but a payment is reported with it only when the shop's own list

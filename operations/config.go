@@ -18,8 +18,8 @@ type Config struct {
 	DefaultGoID int64
 	Gateway     Gateway
 	Store       Store
-	// CallDeadline bounds every legacy call as a whole (DefaultCallDeadline
-	// when zero); it must exceed the gateway client's REST timeout, or no
+	// CallDeadline bounds every legacy call as a whole (CallDeadlineFor the
+	// REST timeout when zero); it must exceed the gateway client's REST timeout, or no
 	// money-moving POST could start.
 	CallDeadline time.Duration
 	Logger       *zap.Logger

@@ -47,3 +47,16 @@ func TestValidateNamesEachProblemsKey(t *testing.T) {
 	ok.CallDeadline = 0
 	assert.Equal(t, []Problem{{"call_deadline", "call deadline must be positive"}}, ok.Validate(10*time.Second), "New fills the default, Validate does not")
 }
+
+// TestCallDeadlineFor: the default deadline is DefaultCallDeadline, and
+// over any REST timeout, so a money-moving POST can always start; the
+// configuration's default passes Validate whatever the REST timeout.
+func TestCallDeadlineFor(t *testing.T) {
+	assert.Equal(t, DefaultCallDeadline, CallDeadlineFor(10*time.Second))
+	assert.Equal(t, 40*time.Second+DefaultCallDeadline/2, CallDeadlineFor(40*time.Second))
+	for _, rest := range []time.Duration{time.Second, DefaultCallDeadline, time.Minute} {
+		ok := unitConfig(t)
+		ok.CallDeadline = CallDeadlineFor(rest)
+		assert.Empty(t, ok.Validate(rest), "REST timeout %v", rest)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -42,31 +43,15 @@ func (s *Service) contact(ctx context.Context, c *PaymentCommand, goid int64) *r
 }
 
 // SignatureFields are the paymentCommand signature fields as sent.
-func (c *PaymentCommand) SignatureFields() []string { return c.signatureFields().Fields() }
+func (c *PaymentCommand) SignatureFields() []string {
+	return signedValues("EPaymentCommand", reflect.ValueOf(c).Elem(), true)
+}
 
 // signedFields are the field lists a command's signature may cover: the
 // canonical ones or, for the .NET library, the untrimmed ones.
 func (c *PaymentCommand) signedFields() [][]string {
-	f := c.signatureFields()
-	return [][]string{f.Fields(), f.Untrimmed()}
-}
-
-func (c *PaymentCommand) signatureFields() PaymentCommandFields {
-	return PaymentCommandFields{
-		TargetGoID:       formatOptInt(c.TargetGoID),
-		ProductName:      c.ProductName,
-		TotalPrice:       formatOptInt(c.TotalPrice),
-		Currency:         c.Currency,
-		OrderNumber:      c.OrderNumber,
-		FailedURL:        c.FailedURL,
-		SuccessURL:       c.SuccessURL,
-		PreAuthorization: FormatBool(c.PreAuthorization),
-		RecurrentPayment: FormatBool(c.RecurrentPayment),
-		RecurrenceDateTo: c.RecurrenceDateTo,
-		RecurrenceCycle:  c.RecurrenceCycle,
-		RecurrencePeriod: formatOptInt(c.RecurrencePeriod),
-		PaymentChannels:  c.PaymentChannels,
-	}
+	v := reflect.ValueOf(c).Elem()
+	return [][]string{signedValues("EPaymentCommand", v, true), signedValues("EPaymentCommand", v, false)}
 }
 
 // paymentRequest maps a verified command of merchant m onto the REST create

@@ -1,6 +1,10 @@
 package operations
 
-import "github.com/legacybridge/soapbridge/restbackend"
+import (
+	"reflect"
+
+	"github.com/legacybridge/soapbridge/restbackend"
+)
 
 // Values of the legacy result fields.
 const (
@@ -21,20 +25,7 @@ func deref(s *string) string {
 // SignatureFields are the paymentStatus signature fields over the values
 // exactly as the reply carries them.
 func (st *PaymentStatus) SignatureFields() []string {
-	return PaymentStatusFields{
-		TargetGoID:             formatOptInt(st.TargetGoID),
-		ProductName:            deref(st.ProductName),
-		TotalPrice:             formatOptInt(st.TotalPrice),
-		Currency:               deref(st.Currency),
-		OrderNumber:            deref(st.OrderNumber),
-		RecurrentPayment:       FormatBool(st.RecurrentPayment),
-		ParentPaymentSessionID: formatOptInt(st.ParentPaymentSessionID),
-		PreAuthorization:       FormatBool(st.PreAuthorization),
-		Result:                 st.Result,
-		SessionState:           deref(st.SessionState),
-		SessionSubState:        deref(st.SessionSubState),
-		PaymentChannel:         deref(st.PaymentChannel),
-	}.Fields()
+	return signedValues("EPaymentStatus", reflect.ValueOf(st).Elem(), true)
 }
 
 // sign sets the signature with secureKey.

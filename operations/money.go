@@ -15,9 +15,21 @@ import (
 )
 
 // DefaultCallDeadline bounds a whole legacy call when Config.CallDeadline
-// is zero: under the 60 s a legacy client waits at most (PHP's
-// default_socket_timeout, the bridge's write timeout).
+// is zero and the REST timeout is under it: under the 60 s a legacy client
+// waits at most (PHP's default_socket_timeout, the bridge's write timeout).
+// CallDeadlineFor is the whole rule.
 const DefaultCallDeadline = 25 * time.Second
+
+// CallDeadlineFor is the default call deadline with REST timeout rest, the
+// one rule for it: DefaultCallDeadline, or past a REST timeout that long,
+// rest plus half of it (room for the reads before a POST and the
+// reconciliation after it).
+func CallDeadlineFor(rest time.Duration) time.Duration {
+	if DefaultCallDeadline > rest {
+		return DefaultCallDeadline
+	}
+	return rest + DefaultCallDeadline/2
+}
 
 // Answers of a money-moving call whose result the bridge cannot give. Each
 // is a Server fault: legacy clients take a fault as "try again later", and
@@ -369,7 +381,7 @@ func (s *Service) notDone(ctx context.Context, log *zap.Logger, h *held) {
 func (s *Service) inDoubt(ctx context.Context, log *zap.Logger, h *held, why string) {
 	lctx, cancel := s.ledgerContext(ctx)
 	defer cancel()
-	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, h.key, h.claim, clipNote(why, 200), s.now()))
+	s.finish(log, "in doubt", s.ledger.CallInDoubt(lctx, h.key, h.claim, store.Clip(why, 200), s.now()))
 }
 
 // finish logs a ledger update that failed: the answer stands (it says what
@@ -379,13 +391,6 @@ func (s *Service) finish(log *zap.Logger, what string, err error) {
 	if err != nil {
 		log.Error("ledger update failed", zap.String("to", what), zap.Error(err))
 	}
-}
-
-func clipNote(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
 }
 
 // resultRecord is the ledger record of an operation result about id. A

@@ -56,14 +56,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("operations: no store")
 	}
 	rest := cfg.Gateway.Timeout()
-	switch {
-	case cfg.CallDeadline != 0:
-	case DefaultCallDeadline > rest:
-		cfg.CallDeadline = DefaultCallDeadline
-	default:
-		// A long REST timeout: room for the reads before a POST and the
-		// reconciliation after it.
-		cfg.CallDeadline = rest + DefaultCallDeadline/2
+	if cfg.CallDeadline == 0 {
+		cfg.CallDeadline = CallDeadlineFor(rest)
 	}
 	if cfg.ReturnStatusTimeout <= 0 {
 		cfg.ReturnStatusTimeout = DefaultReturnStatusTimeout

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,64 +261,59 @@ func PaymentSessionFields(goid, paymentSessionID string) []string {
 	return []string{goid, paymentSessionID}
 }
 
-// PaymentCommandFields: createPayment and the pay-base-v2 form.
+// PaymentCommandFields: createPayment and the pay-base-v2 form, each value
+// as sent; the order and the trimmed ones are the WSDL table's
+// (EPaymentCommand's signature).
 type PaymentCommandFields struct {
-	TargetGoID, ProductName, TotalPrice, Currency, OrderNumber, FailedURL, SuccessURL string
-	PreAuthorization, RecurrentPayment                                                string
-	RecurrenceDateTo, RecurrenceCycle, RecurrencePeriod, PaymentChannels              string
+	TargetGoID       string `legacy:"targetGoId"`
+	ProductName      string `legacy:"productName"`
+	TotalPrice       string `legacy:"totalPrice"`
+	Currency         string `legacy:"currency"`
+	OrderNumber      string `legacy:"orderNumber"`
+	FailedURL        string `legacy:"failedURL"`
+	SuccessURL       string `legacy:"successURL"`
+	PreAuthorization string `legacy:"preAuthorization"`
+	RecurrentPayment string `legacy:"recurrentPayment"`
+	RecurrenceDateTo string `legacy:"recurrenceDateTo"`
+	RecurrenceCycle  string `legacy:"recurrenceCycle"`
+	RecurrencePeriod string `legacy:"recurrencePeriod"`
+	PaymentChannels  string `legacy:"paymentChannels"`
 }
 
 // Fields returns the joined order, trimming the marked fields.
 func (c PaymentCommandFields) Fields() []string {
-	return []string{c.TargetGoID, trim(c.ProductName), c.TotalPrice, trim(c.Currency), trim(c.OrderNumber),
-		trim(c.FailedURL), trim(c.SuccessURL), c.PreAuthorization, c.RecurrentPayment,
-		trim(c.RecurrenceDateTo), trim(c.RecurrenceCycle), trim(c.RecurrencePeriod), trim(c.PaymentChannels)}
+	return signedValues("EPaymentCommand", reflect.ValueOf(c), true)
 }
 
 // Untrimmed returns the joined order with every value as sent: the .NET
 // library trims nothing before signing. Verify with it as an alternative
 // after Fields (VerifyCompat).
 func (c PaymentCommandFields) Untrimmed() []string {
-	return []string{c.TargetGoID, c.ProductName, c.TotalPrice, c.Currency, c.OrderNumber,
-		c.FailedURL, c.SuccessURL, c.PreAuthorization, c.RecurrentPayment,
-		c.RecurrenceDateTo, c.RecurrenceCycle, c.RecurrencePeriod, c.PaymentChannels}
-}
-
-// PaymentStatusFields: every EPaymentStatus reply.
-type PaymentStatusFields struct {
-	TargetGoID, ProductName, TotalPrice, Currency, OrderNumber, RecurrentPayment string
-	ParentPaymentSessionID, PreAuthorization, Result, SessionState               string
-	SessionSubState, PaymentChannel                                              string
-}
-
-// Fields returns the joined order, trimming the marked fields.
-func (s PaymentStatusFields) Fields() []string {
-	return []string{s.TargetGoID, trim(s.ProductName), s.TotalPrice, s.Currency, trim(s.OrderNumber),
-		s.RecurrentPayment, s.ParentPaymentSessionID, s.PreAuthorization, s.Result, s.SessionState,
-		s.SessionSubState, s.PaymentChannel}
+	return signedValues("EPaymentCommand", reflect.ValueOf(c), false)
 }
 
 // PaymentStatusReplyFields are the paymentStatus signature fields of an
 // EPaymentStatus reply read back member by member, as a client verifying
 // it hashes them: member returns a member's text by its legacy name ("" when
-// absent or nil), booleans as sent ("true"/"false").
+// absent or nil), booleans as sent ("true"/"false"). The members and their
+// order are the WSDL table's (EPaymentStatus's signature).
 func PaymentStatusReplyFields(member func(name string) string) []string {
-	flag := func(name string) string {
-		switch member(name) {
-		case "true":
-			return "1"
-		case "false":
-			return "0"
+	out := make([]string, len(statusReplySignature))
+	for i, m := range statusReplySignature {
+		v := member(m.name)
+		switch {
+		case m.flag && v == "true":
+			v = "1"
+		case m.flag && v == "false":
+			v = "0"
+		case m.flag:
+			v = ""
+		case m.trim:
+			v = trim(v)
 		}
-		return ""
+		out[i] = v
 	}
-	return PaymentStatusFields{
-		TargetGoID: member("targetGoId"), ProductName: member("productName"), TotalPrice: member("totalPrice"),
-		Currency: member("currency"), OrderNumber: member("orderNumber"), RecurrentPayment: flag("recurrentPayment"),
-		ParentPaymentSessionID: member("parentPaymentSessionId"), PreAuthorization: flag("preAuthorization"),
-		Result: member("result"), SessionState: member("sessionState"), SessionSubState: member("sessionSubState"),
-		PaymentChannel: member("paymentChannel"),
-	}.Fields()
+	return out
 }
 
 // PaymentResultFields: every EPaymentResult reply.

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,10 +55,13 @@ func vectorFields(t *testing.T, v vector) []string {
 			PreAuthorization: f("preAuthorization"), RecurrentPayment: f("recurrentPayment"), RecurrenceDateTo: f("recurrenceDateTo"),
 			RecurrenceCycle: f("recurrenceCycle"), RecurrencePeriod: f("recurrencePeriod"), PaymentChannels: f("paymentChannels")}.Fields()
 	case "paymentStatus":
-		return PaymentStatusFields{TargetGoID: f("targetGoId"), ProductName: f("productName"), TotalPrice: f("totalPrice"),
-			Currency: f("currency"), OrderNumber: f("orderNumber"), RecurrentPayment: f("recurrentPayment"),
-			ParentPaymentSessionID: f("parentPaymentSessionId"), PreAuthorization: f("preAuthorization"), Result: f("result"),
-			SessionState: f("sessionState"), SessionSubState: f("sessionSubState"), PaymentChannel: f("paymentChannel")}.Fields()
+		// As a client reads a reply: booleans as sent, true/false.
+		return PaymentStatusReplyFields(func(name string) string {
+			if b, ok := v.Fields[name].(bool); ok {
+				return strconv.FormatBool(b)
+			}
+			return f(name)
+		})
 	case "paymentResult":
 		return PaymentResultFields(f("paymentSessionId"), f("result"))
 	case "paymentIdentity":
@@ -138,8 +143,10 @@ func TestVectorsMatchShared(t *testing.T) {
 
 func BenchmarkSign(b *testing.B) {
 	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
-	fields := PaymentStatusFields{TargetGoID: "8123456789", ProductName: "Objednávka", TotalPrice: "12900", Currency: "CZK",
-		OrderNumber: "42", RecurrentPayment: "0", PreAuthorization: "0", Result: "CALL_COMPLETED", SessionState: "PAID"}.Fields()
+	st := PaymentStatus{TargetGoID: ptr(int64(8123456789)), ProductName: ptr("Objednávka"), TotalPrice: ptr(int64(12900)),
+		Currency: ptr("CZK"), OrderNumber: ptr("42"), RecurrentPayment: ptr(false), PreAuthorization: ptr(false),
+		Result: CallCompleted, SessionState: ptr("PAID")}
+	fields := st.SignatureFields()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Sign(key, fields...); err != nil {
@@ -162,4 +169,35 @@ func TestVerifyAcceptsPKCS5Padding(t *testing.T) {
 	require.Len(t, sig, 96)
 	assert.True(t, Verify(key, sig, fields...))
 	assert.False(t, Verify(key, sig, PaymentSessionFields("8123456789", "3000000002")...))
+}
+
+// TestStatusSignatureOneOrder: the bridge signing an EPaymentStatus and a
+// client verifying the reply member by member join the same fields in the
+// same order, the WSDL table's; so do a command's typed and text forms.
+func TestStatusSignatureOneOrder(t *testing.T) {
+	st := &PaymentStatus{TargetGoID: ptr(int64(8123456789)), ProductName: ptr(" Kniha "), TotalPrice: ptr(int64(12900)),
+		Currency: ptr("CZK"), OrderNumber: ptr(" 42 "), RecurrentPayment: ptr(true), PreAuthorization: ptr(false),
+		Result: CallCompleted, SessionState: ptr("PAID"), PaymentChannel: ptr("eu_gp_u"), P1: ptr("not signed")}
+	member := func(name string) string {
+		f := reflect.ValueOf(st).Elem().FieldByIndex(LegacyFields(reflect.TypeFor[PaymentStatus]())[name])
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				return ""
+			}
+			f = f.Elem()
+		}
+		return fmt.Sprint(f.Interface()) // booleans as a reply carries them: true/false
+	}
+	want := []string{"8123456789", "Kniha", "12900", "CZK", "42", "1", "", "0", "CALL_COMPLETED", "PAID", "", "eu_gp_u"}
+	assert.Equal(t, want, st.SignatureFields())
+	assert.Equal(t, want, PaymentStatusReplyFields(member))
+
+	c := &PaymentCommand{TargetGoID: ptr(int64(1)), ProductName: " Kniha ", TotalPrice: ptr(int64(100)), Currency: "CZK",
+		PreAuthorization: ptr(true), RecurrencePeriod: ptr(int64(3)), PaymentChannels: "eu_gp_u ", P1: "not signed"}
+	text := PaymentCommandFields{TargetGoID: "1", ProductName: " Kniha ", TotalPrice: "100", Currency: "CZK",
+		PreAuthorization: "1", RecurrencePeriod: "3", PaymentChannels: "eu_gp_u "}
+	assert.Equal(t, []string{"1", "Kniha", "100", "CZK", "", "", "", "1", "", "", "", "3", "eu_gp_u"}, c.SignatureFields())
+	assert.Equal(t, c.SignatureFields(), text.Fields())
+	assert.Equal(t, c.signedFields()[1], text.Untrimmed())
+	assert.Equal(t, " Kniha ", text.Untrimmed()[1])
 }

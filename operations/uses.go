@@ -12,12 +12,6 @@ import (
 // sent, before any validation: a refused request still shows what the shop
 // relies on.
 
-// noLongerOffered are channel codes whose channel is gone (legacy-protocol
-// facts, "Codes of earlier years"): the bank no longer exists or the
-// service is not offered. Whatever the bridge maps them to, the shop's
-// customers no longer get what the code meant.
-var noLongerOffered = map[string]bool{"cz_vb": true, "sk_sberbank": true, "eu_mb_w": true}
-
 // LegacyUses lists what a call of operation op (a SOAP operation or a
 // usage.Flow* name) with request req uses, for m: features (each once) and
 // retired things. req is the operation's request (*PaymentCommand,
@@ -100,7 +94,8 @@ func (u *uses) command(c *PaymentCommand) {
 }
 
 // channel notes one code of paymentChannels or defaultPaymentChannel: a
-// known one as a feature in the table's spelling, a gone or unknown one as
+// mapped one as a feature in the table's spelling, an unknown one or one
+// the channel table maps to nothing (a channel not offered any more) as
 // retired.
 func (u *uses) channel(code string) {
 	code = trim(code)
@@ -111,7 +106,7 @@ func (u *uses) channel(code string) {
 	switch {
 	case !ok:
 		u.retire(usage.RetiredChannel(code))
-	case noLongerOffered[c.Code]:
+	case c.Instrument == "":
 		u.retire(usage.RetiredChannel(c.Code))
 	default:
 		u.feature(usage.ChannelFeature(c.Code))

@@ -82,7 +82,7 @@ type Observer interface {
 
 // DefaultTimeout is Config.Timeout's default, and the bridge's rest_timeout:
 // the gateway answers well under a second, and a legacy call's whole
-// deadline (25 s) must leave room for the reads before a POST and for
+// deadline (operations.CallDeadlineFor) must leave room for the reads before a POST and for
 // reconciling a lost reply after it.
 const DefaultTimeout = 10 * time.Second
 
@@ -154,14 +154,6 @@ const (
 	ctForm = "application/x-www-form-urlencoded"
 )
 
-func paymentPath(id int64, action string) string {
-	p := "/payments/payment/" + strconv.FormatInt(id, 10)
-	if action != "" {
-		p += "/" + action
-	}
-	return p
-}
-
 // Token returns a cached or new access token for cr.
 func (c *Client) Token(ctx context.Context, cr Credentials) (string, error) {
 	ctx, cancel := c.withDeadline(ctx)
@@ -171,7 +163,7 @@ func (c *Client) Token(ctx context.Context, cr Credentials) (string, error) {
 
 // CreatePayment: POST /payments/payment.
 func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *PaymentRequest) (*Payment, error) {
-	r, err := jsonRequest("create payment", "/payments/payment", req)
+	r, err := jsonRequest("create payment", PathCreatePayment, req)
 	if err != nil {
 		return nil, err
 	}
@@ -184,14 +176,14 @@ func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *Payment
 // is a MalformedError wrapping a MismatchError.
 func (c *Client) PaymentStatus(ctx context.Context, cr Credentials, id int64) (*Payment, error) {
 	p := new(Payment)
-	r := request{op: "payment status", method: http.MethodGet, path: paymentPath(id, "")}
+	r := request{op: "payment status", method: http.MethodGet, path: paymentPath(PathPayment, id)}
 	return p, c.callJSON(ctx, cr, r, p, sameID("id", &p.ID, id))
 }
 
 // Refund: POST /payments/payment/{id}/refund with form amount.
 func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount int64) (*Result, error) {
 	body := url.Values{"amount": {strconv.FormatInt(amount, 10)}}.Encode()
-	r := request{op: "refund", method: http.MethodPost, path: paymentPath(id, "refund"),
+	r := request{op: "refund", method: http.MethodPost, path: paymentPath(PathRefund, id),
 		contentType: ctForm, body: []byte(body), acts: true}
 	res := new(Result)
 	return res, c.callJSON(ctx, cr, r, res, sameID("id", &res.ID, id))
@@ -199,7 +191,7 @@ func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount in
 
 // RefundHistory: GET /payments/payment/{id}/refunds, the refunds made so far.
 func (c *Client) RefundHistory(ctx context.Context, cr Credentials, id int64) ([]Refund, error) {
-	r := request{op: "refund history", method: http.MethodGet, path: paymentPath(id, "refunds")}
+	r := request{op: "refund history", method: http.MethodGet, path: paymentPath(PathRefunds, id)}
 	var l refundList
 	if err := c.callJSON(ctx, cr, r, &l, nil); err != nil {
 		return nil, err
@@ -210,7 +202,7 @@ func (c *Client) RefundHistory(ctx context.Context, cr Credentials, id int64) ([
 // CreateRecurrence: POST /payments/payment/{id}/create-recurrence. The
 // reply must be a child of parentID (parent_id) and not the parent itself.
 func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID int64, req *RecurrenceRequest) (*Payment, error) {
-	r, err := jsonRequest("create recurrence", paymentPath(parentID, "create-recurrence"), req)
+	r, err := jsonRequest("create recurrence", paymentPath(PathCreateRecurrence, parentID), req)
 	if err != nil {
 		return nil, err
 	}
@@ -229,16 +221,16 @@ func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID 
 
 // VoidRecurrence: POST /payments/payment/{id}/void-recurrence.
 func (c *Client) VoidRecurrence(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return c.operation(ctx, cr, "void recurrence", id, "void-recurrence")
+	return c.operation(ctx, cr, "void recurrence", PathVoidRecurrence, id)
 }
 
 // Capture: POST /payments/payment/{id}/capture; req nil captures the whole
 // authorized amount, otherwise a partial capture.
 func (c *Client) Capture(ctx context.Context, cr Credentials, id int64, req *CaptureRequest) (*Result, error) {
 	if req == nil {
-		return c.operation(ctx, cr, "capture", id, "capture")
+		return c.operation(ctx, cr, "capture", PathCapture, id)
 	}
-	r, err := jsonRequest("partial capture", paymentPath(id, "capture"), req)
+	r, err := jsonRequest("partial capture", paymentPath(PathCapture, id), req)
 	if err != nil {
 		return nil, err
 	}
@@ -249,20 +241,20 @@ func (c *Client) Capture(ctx context.Context, cr Credentials, id int64, req *Cap
 
 // VoidAuthorization: POST /payments/payment/{id}/void-authorization.
 func (c *Client) VoidAuthorization(ctx context.Context, cr Credentials, id int64) (*Result, error) {
-	return c.operation(ctx, cr, "void authorization", id, "void-authorization")
+	return c.operation(ctx, cr, "void authorization", PathVoidAuthorization, id)
 }
 
 // operation is a bodiless form POST on payment id answered by an operation
 // result about that payment.
-func (c *Client) operation(ctx context.Context, cr Credentials, op string, id int64, action string) (*Result, error) {
-	r := request{op: op, method: http.MethodPost, path: paymentPath(id, action), contentType: ctForm, acts: true}
+func (c *Client) operation(ctx context.Context, cr Credentials, op, path string, id int64) (*Result, error) {
+	r := request{op: op, method: http.MethodPost, path: paymentPath(path, id), contentType: ctForm, acts: true}
 	res := new(Result)
 	return res, c.callJSON(ctx, cr, r, res, sameID("id", &res.ID, id))
 }
 
 // PaymentInstruments: GET /eshops/eshop/{goid}/payment-instruments/{currency}.
 func (c *Client) PaymentInstruments(ctx context.Context, cr Credentials, goid int64, currency string) (*InstrumentList, error) {
-	path := "/eshops/eshop/" + strconv.FormatInt(goid, 10) + "/payment-instruments/" + url.PathEscape(currency)
+	path := FillPath(PathInstruments, strconv.FormatInt(goid, 10), currency)
 	r := request{op: "payment instruments", method: http.MethodGet, path: path}
 	l := new(InstrumentList)
 	return l, c.callJSON(ctx, cr, r, l, nil)
@@ -272,7 +264,7 @@ func (c *Client) PaymentInstruments(ctx context.Context, cr Credentials, goid in
 // file, at most Config.MaxStatementSize bytes. AccountStatementStream
 // does the same without holding the file in memory.
 func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *StatementRequest) ([]byte, error) {
-	r, err := jsonRequest("account statement", "/accounts/account-statement", req)
+	r, err := jsonRequest("account statement", PathStatement, req)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +282,7 @@ func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *Stat
 // when the connection breaks. The caller must close it; the call's
 // deadline (ctx's, or Config.Timeout) runs until then.
 func (c *Client) AccountStatementStream(ctx context.Context, cr Credentials, req *StatementRequest) (io.ReadCloser, error) {
-	r, err := jsonRequest("account statement", "/accounts/account-statement", req)
+	r, err := jsonRequest("account statement", PathStatement, req)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (st
 func (c *Client) requestToken(ctx context.Context, id, secret string) (*Token, error) {
 	const op = "token"
 	form := url.Values{"grant_type": {"client_credentials"}, "scope": {c.cfg.Scope}}.Encode()
-	r := request{op: op, method: http.MethodPost, path: "/oauth2/token", contentType: ctForm, body: []byte(form)}
+	r := request{op: op, method: http.MethodPost, path: PathToken, contentType: ctForm, body: []byte(form)}
 	// Plain id:secret as the specification and the official clients do (not
 	// the form-encoding of RFC 6749 2.3.1).
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret))

@@ -31,3 +31,12 @@ func TestURLChecks(t *testing.T) {
 func TestDefaultTimeout(t *testing.T) {
 	assert.Equal(t, DefaultTimeout, New(Config{BaseURL: "http://127.0.0.1:1"}).Timeout())
 }
+
+// TestFillPath: parameters filled in order and escaped; the client's
+// request paths come from the table this way.
+func TestFillPath(t *testing.T) {
+	assert.Equal(t, "/payments/payment/3000000001/refund", FillPath(PathRefund, "3000000001"))
+	assert.Equal(t, "/eshops/eshop/8123456789/payment-instruments/C%2FZ%20K", FillPath(PathInstruments, "8123456789", "C/Z K"))
+	assert.Equal(t, "/eshops/eshop/1/payment-instruments/{currency}", FillPath(PathInstruments, "1"))
+	assert.Equal(t, PathStatement, FillPath(PathStatement, "ignored"))
+}

@@ -372,9 +372,7 @@ func (s *sqlStore) CallDone(ctx context.Context, key CallKey, claim string, rec 
 }
 
 func (s *sqlStore) CallInDoubt(ctx context.Context, key CallKey, claim, note string, now time.Time) error {
-	if len(note) > MaxNote {
-		note = strings.ToValidUTF8(note[:MaxNote], "")
-	}
+	note = Clip(note, MaxNote)
 	return s.finishCall(ctx, "in doubt", key, s.lq.inDoubt, note, s.d.timeArg(now),
 		key.GoID, key.Operation, key.Hash, claim)
 }

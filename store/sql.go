@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pressly/goose/v3"
 )
@@ -320,11 +319,11 @@ func (s *sqlStore) Delivered(ctx context.Context, id int64) error {
 
 func (s *sqlStore) Retry(ctx context.Context, id int64, next time.Time, lastErr string) error {
 	return s.finish(ctx, "schedule retry of", id, s.q.retry,
-		s.d.timeArg(next), clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
+		s.d.timeArg(next), Clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
 }
 
 func (s *sqlStore) Dead(ctx context.Context, id int64, lastErr string) error {
-	return s.finish(ctx, "mark dead", id, s.q.dead, clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
+	return s.finish(ctx, "mark dead", id, s.q.dead, Clip(lastErr, maxLastError), s.d.timeArg(time.Now()), id)
 }
 
 // finish runs an update of notification id that applies only to a pending
@@ -398,16 +397,15 @@ func (s *sqlStore) Close() error {
 // maxLastError bounds what a failing e-shop can make us store per row.
 const maxLastError = 1000
 
-// clip cuts s to at most n bytes of valid UTF-8.
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes of valid UTF-8 (a rune cut in two and
+// any invalid byte of the kept part are dropped): what the bridge stores
+// or aggregates of a text it was sent. The one such bound: the usage
+// record, the ledger's notes and the outbox's last error all use it.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // timeScan reads a time column: a time.Time from PostgreSQL, the

@@ -101,7 +101,7 @@ func (s *sqlStore) AddUsage(ctx context.Context, counts []UsageCount, limits Usa
 		if c.First.IsZero() || c.Last.IsZero() {
 			return fmt.Errorf("store: add usage of goid %d: %s %q without first and last seen", c.GoID, c.Kind, c.Name)
 		}
-		c.Name, c.Detail = clip(c.Name, maxUsageText), clip(c.Detail, maxUsageText)
+		c.Name, c.Detail = Clip(c.Name, maxUsageText), Clip(c.Detail, maxUsageText)
 		byGoID[c.GoID] = append(byGoID[c.GoID], c)
 	}
 	goids := make([]int64, 0, len(byGoID))

@@ -1,8 +1,11 @@
 // Package wsdl describes the EPaymentServiceV2 SOAP interface: the
 // operations, their messages and types, and the WSDL document the legacy
 // clients download from `{soap path}?wsdl` to build their stubs. It knows
-// the service description, nothing of payments or of the wire encoding.
+// the service description (with the members each signature covers, a fact
+// of the same messages), nothing of payments or of the wire encoding.
 package wsdl
+
+import "strings"
 
 // Namespaces of the service description. The type and input namespaces are
 // fixed by the legacy clients; the service (target) namespace is
@@ -118,6 +121,29 @@ type Type struct {
 	Name    string
 	Fields  []Field
 	ArrayOf string
+	// Signature are the members its encryptedSignature covers, in the
+	// order they are joined (legacy-protocol.md, "The signature scheme"),
+	// for the types whose signature covers members of their own beyond the
+	// goid and session id; not part of the document. Package operations
+	// joins those signatures by it.
+	Signature []Signed
+}
+
+// Signed is a member a signature covers. Trim: the legacy libraries trim
+// it of surrounding whitespace before joining.
+type Signed struct {
+	Name string
+	Trim bool
+}
+
+// Find returns the type of Types named name.
+func Find(name string) (Type, bool) {
+	for _, t := range Types {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Type{}, false
 }
 
 // Types are the schema types in document order.
@@ -130,8 +156,9 @@ var Types = []Type{
 		long("partnerGoId"), str("paymentChannels"), boolean("preAuthorization"), str("productName"),
 		str("recurrenceCycle"), str("recurrenceDateTo"), {Name: "recurrencePeriod", Type: "soapenc:int"},
 		boolean("recurrentPayment"), str("successURL"), long("targetGoId"), long("totalPrice"),
-	}},
-	{Prefix: "tns1", Name: "EPaymentStatus", Fields: paymentStatusFields},
+	}, Signature: signed("targetGoId", "productName*", "totalPrice", "currency*", "orderNumber*", "failedURL*", "successURL*",
+		"preAuthorization", "recurrentPayment", "recurrenceDateTo*", "recurrenceCycle*", "recurrencePeriod*", "paymentChannels*")},
+	{Prefix: "tns1", Name: "EPaymentStatus", Fields: paymentStatusFields, Signature: paymentStatusSignature},
 	{Prefix: "tns1", Name: "EPaymentSessionInfo", Fields: []Field{str("encryptedSignature"), long("paymentSessionId"), long("targetGoId")}},
 	{Prefix: "tns1", Name: "EBuyerCreate", Fields: []Field{str("buyerEmail"), str("encryptedSignature"), long("eshopGoId")}},
 	{Prefix: "tns1", Name: "EBuyerCreateResult", Fields: []Field{
@@ -151,7 +178,7 @@ var Types = []Type{
 		Field{Name: "customerData", Type: "tns1:ECustomerData"},
 		Field{Name: "customerCardData", Type: "tns1:ECustomerCardData"},
 		str("paymentInstCountryCode"),
-	)},
+	), Signature: paymentStatusSignature},
 
 	{Prefix: "tns2", Name: "EPaymentResult", Fields: []Field{str("encryptedSignature"), long("paymentSessionId"), str("result"), str("resultDescription")}},
 	{Prefix: "tns2", Name: "ERecurrenceRequest", Fields: []Field{
@@ -171,6 +198,22 @@ var paymentStatusFields = []Field{
 	boolean("preAuthorization"), str("productName"), boolean("recurrentPayment"),
 	str("result"), str("resultDescription"), str("sessionState"), str("sessionSubState"), str("sessionSubStateDesc"),
 	long("targetGoId"), long("totalPrice"),
+}
+
+// paymentStatusSignature is the paymentStatus signature, of every
+// EPaymentStatus reply (and of EPaymentStatusWCust, which extends it).
+var paymentStatusSignature = signed("targetGoId", "productName*", "totalPrice", "currency", "orderNumber*",
+	"recurrentPayment", "parentPaymentSessionId", "preAuthorization", "result", "sessionState", "sessionSubState", "paymentChannel")
+
+// signed lists signature members as legacy-protocol.md writes them: a
+// trimmed one marked with a trailing *.
+func signed(names ...string) []Signed {
+	out := make([]Signed, len(names))
+	for i, n := range names {
+		name, trim := strings.CutSuffix(n, "*")
+		out[i] = Signed{Name: name, Trim: trim}
+	}
+	return out
 }
 
 func str(name string) Field      { return Field{Name: name, Type: "soapenc:string"} }

@@ -284,3 +284,26 @@ func BenchmarkNew(b *testing.B) {
 		New(Options{})
 	}
 }
+
+// TestSignaturesCoverMembers: a signature names members of its own type,
+// each once.
+func TestSignaturesCoverMembers(t *testing.T) {
+	n := 0
+	for _, typ := range Types {
+		members := map[string]bool{}
+		for _, f := range typ.Fields {
+			members[f.Name] = true
+		}
+		seen := map[string]bool{}
+		for _, s := range typ.Signature {
+			assert.True(t, members[s.Name], "%s signs %s, not a member", typ.Name, s.Name)
+			assert.False(t, seen[s.Name], "%s signs %s twice", typ.Name, s.Name)
+			seen[s.Name] = true
+			n++
+		}
+	}
+	assert.Equal(t, 13+12+12, n, "paymentCommand, and paymentStatus of EPaymentStatus and EPaymentStatusWCust")
+	st, ok := Find("EPaymentStatus")
+	require.True(t, ok)
+	assert.Equal(t, Signed{Name: "productName", Trim: true}, st.Signature[1])
+}

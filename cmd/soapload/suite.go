@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/restbackend/sandbox"
 )
 
@@ -363,7 +364,7 @@ func (b *bench) setUp(out io.Writer) error {
 		return err
 	}
 	touch := []byte(touchRequest)
-	direct := target{method: http.MethodGet, url: slowGW + "/api/payments/payment/" + slowID, want: []byte(`"state"`),
+	direct := target{method: http.MethodGet, url: slowGW + "/api" + restbackend.FillPath(restbackend.PathPayment, slowID), want: []byte(`"state"`),
 		header: http.Header{"Authorization": {"Bearer " + token}, "Accept": {"application/json"}}}
 
 	// The PHP peer.
@@ -394,7 +395,7 @@ func (b *bench) setUp(out io.Writer) error {
 	for _, n := range b.cfg.slowClients {
 		add(scenario{name: fmt.Sprintf("slowgw-direct-%d", n), what: fmt.Sprintf("%d clients straight at the slow gateway (REST GET)", n), t: direct, clients: n, server: []string{"slowgw", "sandbox"}})
 		relayed := direct
-		relayed.url = "http://" + relayAddr + "/api/payments/payment/" + slowID
+		relayed.url = "http://" + relayAddr + "/api" + restbackend.FillPath(restbackend.PathPayment, slowID)
 		add(scenario{name: fmt.Sprintf("slowgw-relay-%d", n), what: fmt.Sprintf("%d clients, the same REST GET through a bare Go reverse proxy before the slow gateway", n), t: relayed, clients: n, server: []string{"relay", "slowgw", "sandbox"}})
 		add(scenario{name: fmt.Sprintf("slowgw-bridge-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the bridge on the slow gateway", n), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
 		if phpOK {
@@ -508,7 +509,7 @@ func createPayment(url string, body []byte) (string, error) {
 // fetchToken gets a client-credentials token of the demo merchant.
 func fetchToken(gateway string) (string, error) {
 	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"payment-all"}}
-	req, err := http.NewRequest(http.MethodPost, gateway+"/api/oauth2/token", strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, gateway+"/api"+restbackend.PathToken, strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package soapapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -16,7 +17,8 @@ import (
 // The codec moves values between SOAP value trees and the core's legacy
 // types, driven by the WSDL table: wsdl.Types gives each structure's
 // members (name, order, type) and the namespace of each type comes from its
-// prefix. A Go field is bound to the member named by its legacy tag.
+// prefix. A Go field is bound to the member named by its legacy tag
+// (operations.LegacyFields), as the signatures bind theirs.
 
 // goTypes binds each structure of the WSDL table to its core type.
 var goTypes = map[string]reflect.Type{
@@ -47,38 +49,6 @@ var tableTypes = func() map[string]wsdl.Type {
 	return m
 }()
 
-// fieldCache holds legacyFields per type: the bindings are fixed, and
-// walking the struct on every call would cost a map per value.
-var fieldCache sync.Map // reflect.Type → map[string][]int
-
-// legacyFields maps the legacy tags of t (and of its embedded structs) to
-// field index paths. The map is shared: callers must not modify it.
-func legacyFields(t reflect.Type) map[string][]int {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string][]int)
-	}
-	m := walkFields(t)
-	fieldCache.Store(t, m)
-	return m
-}
-
-func walkFields(t reflect.Type) map[string][]int {
-	out := map[string][]int{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for name, idx := range walkFields(f.Type) {
-				out[name] = append([]int{i}, idx...)
-			}
-			continue
-		}
-		if name, ok := f.Tag.Lookup("legacy"); ok {
-			out[name] = []int{i}
-		}
-	}
-	return out
-}
-
 // extraCache holds extraFields per type.
 var extraCache sync.Map // reflect.Type → map[string]int
 
@@ -100,29 +70,10 @@ func extraFields(t reflect.Type) map[string]int {
 	return m
 }
 
-// untaggedFields lists the fields of t without a legacy or legacyExtra tag
-// (embedded structs are walked, not listed).
-func untaggedFields(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			out = append(out, untaggedFields(f.Type)...)
-			continue
-		}
-		_, wire := f.Tag.Lookup("legacy")
-		_, extra := f.Tag.Lookup("legacyExtra")
-		if !wire && !extra {
-			out = append(out, t.Name()+"."+f.Name)
-		}
-	}
-	return out
-}
-
 // checkBinding reports whether the Go type bound to table type tt declares
 // exactly its members, with Go types that can carry them.
 func checkBinding(tt wsdl.Type, gt reflect.Type) error {
-	fs := walkFields(gt) // a copy: matched members are deleted below
+	fs := maps.Clone(operations.LegacyFields(gt)) // matched members are deleted below
 	for _, f := range tt.Fields {
 		idx, ok := fs[f.Name]
 		if !ok {
@@ -229,7 +180,7 @@ func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 			}
 			v = v.Elem()
 		}
-		fs := legacyFields(v.Type())
+		fs := operations.LegacyFields(v.Type())
 		members := make([]*soapenc.Value, len(tt.Fields))
 		for i, f := range tt.Fields {
 			members[i] = c.encode(f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
@@ -318,7 +269,7 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 			*problem = fieldProblem(path, err)
 		}
 	}
-	fs := legacyFields(s.Type())
+	fs := operations.LegacyFields(s.Type())
 	for _, f := range tt.Fields {
 		fv := v.Field(f.Name)
 		dst := s.FieldByIndex(fs[f.Name])

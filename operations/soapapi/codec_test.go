@@ -75,3 +75,22 @@ func TestEveryOperationBound(t *testing.T) {
 	}
 	assert.Equal(t, len(wsdl.Operations), n)
 }
+
+// untaggedFields lists the fields of t without a legacy or legacyExtra tag
+// (embedded structs are walked, not listed).
+func untaggedFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, untaggedFields(f.Type)...)
+			continue
+		}
+		_, wire := f.Tag.Lookup("legacy")
+		_, extra := f.Tag.Lookup("legacyExtra")
+		if !wire && !extra {
+			out = append(out, t.Name()+"."+f.Name)
+		}
+	}
+	return out
+}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -168,15 +167,15 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		m.last = ev.At
 	}
 	one := sums{1, ev.At, ev.At}
-	m.add(key{store.UsageCall, clip(ev.Operation, maxOperation), string(ev.Result)}, one)
+	m.add(key{store.UsageCall, store.Clip(ev.Operation, maxOperation), string(ev.Result)}, one)
 	if ev.Client.Family != FamilyNone {
 		m.add(key{store.UsageClient, string(ev.Client.Family), CleanVersion(ev.Client.Version)}, one)
 	}
 	for _, f := range ev.Features {
-		m.add(key{store.UsageFeature, clip(string(f), MaxRetiredText), ""}, one)
+		m.add(key{store.UsageFeature, store.Clip(string(f), MaxRetiredText), ""}, one)
 	}
 	for _, f := range w.features {
-		m.add(key{store.UsageFeature, clip(string(f), MaxRetiredText), ""}, one)
+		m.add(key{store.UsageFeature, store.Clip(string(f), MaxRetiredText), ""}, one)
 	}
 	for _, x := range ev.Retired {
 		m.add(key{store.UsageRetired, cleanText(x, MaxRetiredText), ""}, one)
@@ -369,22 +368,10 @@ func knownFamily(f Family) bool {
 	return false
 }
 
-// clip cuts s to at most n bytes of valid UTF-8.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // cleanText bounds client-supplied text: printable characters only (others
 // become '?'), at most n bytes.
 func cleanText(s string, n int) string {
-	s = clip(s, n)
+	s = store.Clip(s, n)
 	for _, c := range s {
 		if !unicode.IsPrint(c) {
 			b := []rune(s)

@@ -254,24 +254,24 @@ func (g *Gateway) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = g.errorHandler
-	e.Use(middleware.Recover(), middleware.BodyLimit("1M"))
+	e.Use(middleware.Recover(), middleware.BodyLimit(strconv.Itoa(maxBody))) // bytes: echo's "1M" would be 10^6
 
 	api := e.Group("/api")
-	api.POST("/oauth2/token", g.handleToken)
+	api.POST(route(restbackend.PathToken), g.handleToken)
 	all := []string{restbackend.ScopePaymentAll}
-	api.POST("/payments/payment", g.handleCreate, g.auth(restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll))
-	api.GET("/payments/payment/:id", g.handleStatus, g.auth(all...))
-	api.POST("/payments/payment/:id/refund", g.handleRefund, g.auth(all...))
-	api.GET("/payments/payment/:id/refunds", g.handleRefunds, g.auth(all...))
-	api.POST("/payments/payment/:id/create-recurrence", g.handleCreateRecurrence, g.auth(all...))
-	api.POST("/payments/payment/:id/void-recurrence", g.handleVoidRecurrence, g.auth(all...))
-	api.POST("/payments/payment/:id/capture", g.handleCapture, g.auth(all...))
-	api.POST("/payments/payment/:id/void-authorization", g.handleVoidAuthorization, g.auth(all...))
-	api.GET("/eshops/eshop/:goid/payment-instruments/:currency", g.handleInstruments, g.auth(all...))
-	api.GET("/eshops/eshop/:goid/payment-instruments", g.handleInstrumentsAll, g.auth(all...))
-	api.GET("/payments/cards/:card", g.handleCardGet, g.auth(all...))
-	api.DELETE("/payments/cards/:card", g.handleCardDelete, g.auth(all...))
-	api.POST("/accounts/account-statement", g.handleStatement, g.auth(all...))
+	api.POST(route(restbackend.PathCreatePayment), g.handleCreate, g.auth(restbackend.ScopePaymentCreate, restbackend.ScopePaymentAll))
+	api.GET(route(restbackend.PathPayment), g.handleStatus, g.auth(all...))
+	api.POST(route(restbackend.PathRefund), g.handleRefund, g.auth(all...))
+	api.GET(route(restbackend.PathRefunds), g.handleRefunds, g.auth(all...))
+	api.POST(route(restbackend.PathCreateRecurrence), g.handleCreateRecurrence, g.auth(all...))
+	api.POST(route(restbackend.PathVoidRecurrence), g.handleVoidRecurrence, g.auth(all...))
+	api.POST(route(restbackend.PathCapture), g.handleCapture, g.auth(all...))
+	api.POST(route(restbackend.PathVoidAuthorization), g.handleVoidAuthorization, g.auth(all...))
+	api.GET(route(restbackend.PathInstruments), g.handleInstruments, g.auth(all...))
+	api.GET(route(restbackend.PathAllInstruments), g.handleInstrumentsAll, g.auth(all...))
+	api.GET(route(restbackend.PathCard), g.handleCardGet, g.auth(all...))
+	api.DELETE(route(restbackend.PathCard), g.handleCardDelete, g.auth(all...))
+	api.POST(route(restbackend.PathStatement), g.handleStatement, g.auth(all...))
 
 	e.GET("/gw/v3/:token", g.handlePage)
 	e.POST("/gw/v3/:token", g.handlePage)
@@ -287,6 +287,12 @@ func (g *Gateway) routes() *echo.Echo {
 	e.DELETE("/sandbox/faults", g.handleFaultClear)
 	e.GET("/sandbox/stats", g.handleStats)
 	return e
+}
+
+// route is a path of the REST table (restbackend.Path*) in echo's spelling:
+// ":id" for "{id}".
+func route(path string) string {
+	return strings.NewReplacer("{", ":", "}", "").Replace(path)
 }
 
 // errorHandler answers every failure with the error-list body.

@@ -248,3 +248,14 @@ func TestRefundValidation(t *testing.T) {
 		e.refusal(st, b, http.StatusConflict, codeWrongFormat, "amount")
 	}
 }
+
+// TestBodyLimitIsOneMebibyte: the limit is maxBody bytes, one figure for the
+// router and the reader (echo's "1M" was 10^6): a body just under 1 MiB is
+// read and judged on its content.
+func TestBodyLimitIsOneMebibyte(t *testing.T) {
+	e := newEnv(t)
+	body := `{"order_description":"` + strings.Repeat("x", maxBody-100) + `"}`
+	require.Greater(t, len(body), 1000*1000)
+	st, _ := e.call(http.MethodPost, "/api/payments/payment", body)
+	assert.NotEqual(t, http.StatusRequestEntityTooLarge, st)
+}

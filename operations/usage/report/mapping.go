@@ -5,6 +5,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/usage"
+	"github.com/legacybridge/soapbridge/restbackend"
 )
 
 // Row is one line of the mapping table: a legacy operation, flow, feature
@@ -38,17 +39,18 @@ type Call struct {
 	Then string
 }
 
-// Endpoints of the REST interface the rows use.
+// Endpoints of the REST interface the rows use: the paths of the REST
+// client's table.
 const (
-	restCreate      = "POST /payments/payment"
-	restStatus      = "GET /payments/payment/{id}"
-	restCapture     = "POST /payments/payment/{id}/capture"
-	restVoidAuth    = "POST /payments/payment/{id}/void-authorization"
-	restVoidRecur   = "POST /payments/payment/{id}/void-recurrence"
-	restRefund      = "POST /payments/payment/{id}/refund"
-	restRecurrence  = "POST /payments/payment/{id}/create-recurrence"
-	restInstruments = "GET /eshops/eshop/{goid}/payment-instruments/{currency}"
-	restStatement   = "POST /accounts/account-statement"
+	restCreate      = "POST " + restbackend.PathCreatePayment
+	restStatus      = "GET " + restbackend.PathPayment
+	restCapture     = "POST " + restbackend.PathCapture
+	restVoidAuth    = "POST " + restbackend.PathVoidAuthorization
+	restVoidRecur   = "POST " + restbackend.PathVoidRecurrence
+	restRefund      = "POST " + restbackend.PathRefund
+	restRecurrence  = "POST " + restbackend.PathCreateRecurrence
+	restInstruments = "GET " + restbackend.PathInstruments
+	restStatement   = "POST " + restbackend.PathStatement
 	restNone        = "none"
 )
 
@@ -76,6 +78,8 @@ func paymentBody() obj {
 // shown.
 func fragment(pairs ...any) obj { return append(o(pairs...), kv{k: elided}) }
 
+// operationRows are the operations' rows, in no particular order: a report
+// lists operations in the WSDL table's order (orderOf).
 var operationRows = []Row{
 	{Name: "touch", REST: restNone,
 		Change: "Remove the call: REST needs no liveness check. A token request (POST /oauth2/token) proves the credentials."},

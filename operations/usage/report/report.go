@@ -16,6 +16,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/store"
+	"github.com/legacybridge/soapbridge/wsdl"
 )
 
 // Version is the JSON shape's version: fields are only ever added within
@@ -278,19 +279,21 @@ func replacement(name string, langs []string) Replacement {
 	return rep
 }
 
-// orderOf sorts operations as the mapping table lists them.
+// orderOf sorts operations as the WSDL table lists them, then the flows
+// as the mapping table does.
 func orderOf(name string) int {
-	for i, r := range operationRows {
-		if r.Name == name {
+	ops := wsdl.OperationNames()
+	for i, n := range ops {
+		if n == name {
 			return i
 		}
 	}
 	for i, r := range flowRows {
 		if r.Name == name {
-			return len(operationRows) + i
+			return len(ops) + i
 		}
 	}
-	return len(operationRows) + len(flowRows)
+	return len(ops) + len(flowRows)
 }
 
 // featureOrder sorts features as the table lists them, channels last.
