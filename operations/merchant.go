@@ -22,7 +22,8 @@ type Merchant struct {
 	// PreviousSecureKey is the key in force before SecureKey, kept while
 	// shops move to the new one: requests signed with either verify (see
 	// keys.go). PreviousUntil (RFC 3339) ends it, as it ends
-	// PreviousClientSecret; empty: until a reload without them.
+	// PreviousClientSecret; empty: DefaultPreviousOverlap after a bridge
+	// first saw it. An end once passed is final (keys.go).
 	PreviousSecureKey string `yaml:"previous_secure_key"`
 	PreviousUntil     string `yaml:"previous_until"`
 	previousUntil     time.Time
@@ -54,6 +55,12 @@ type Merchant struct {
 	// Basic credentials, rate). The core only carries it: the SOAP adapter
 	// enforces it, since only it sees where a call comes from.
 	access.Rules `yaml:",inline"`
+
+	// keyEnds and secretEnds are when the previous key and secret stop
+	// being accepted, as the service resolved them (resolved) from the
+	// configuration and the store (Service.resolveOverlaps).
+	keyEnds, secretEnds time.Time
+	resolved            bool
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to
