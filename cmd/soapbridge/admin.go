@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/metrics"
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -392,6 +393,12 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{range .Merchants}}<tr><td>{{.GoID}}</td><td>{{.ClientID}}</td><td>{{.Currency}}</td><td>{{.Notifications}}</td>
 <td{{if .Open}} class="bad"{{end}}>{{if .AllowedNetworks}}{{.AllowedNetworks}}{{else}}anyone{{end}}</td><td>{{if .BasicAuth}}required{{else}}no{{end}}</td><td>{{.RateLimit}}</td></tr>
 {{end}}</table>
+<h2>Key rotations under way</h2>
+{{if .Overlaps}}<p>Merchants whose previous secure key or client secret is still accepted beside the current one.</p>
+<table><tr><th>goid</th><th>previous</th><th>accepted until</th></tr>
+{{range .Overlaps}}<tr><td>{{.GoID}}</td><td>{{if .SecureKey}}secure key{{end}}{{if and .SecureKey .ClientSecret}}, {{end}}{{if .ClientSecret}}client secret{{end}}</td>
+<td>{{.EndsAt.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if .Default}} <span class="bad">(previous_until not set: the default bound)</span>{{end}}</td></tr>
+{{end}}</table>{{else}}<p>none: every merchant accepts its current key and secret only</p>{{end}}
 <h2>Legacy operations called since start</h2>
 <p>What each merchant still calls over SOAP (and must port before it can leave it).</p>
 {{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
@@ -430,9 +437,20 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 		"Dependencies": []dep{{"gateway", gw}, {"store", st}},
 		"Outbox":       outbox, "OutboxAt": at, "OutboxRead": read,
 		"Merchants": ms, "Attempts": a.m.Attempts(), "Failures": a.m.RecentFailures(),
+		"Overlaps": a.m.KeyOverlapList(),
 	}); err != nil {
 		a.log.Warn("status page", zap.Error(err))
 	}
+}
+
+// keyOverlaps are the core's merchants in key overlap, for the metrics and
+// the status page.
+func keyOverlaps(os []operations.KeyOverlap) []metrics.KeyOverlap {
+	out := make([]metrics.KeyOverlap, len(os))
+	for i, o := range os {
+		out[i] = metrics.KeyOverlap(o)
+	}
+	return out
 }
 
 // startAdmin serves the admin listener and runs the dependency probes
