@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -140,10 +141,15 @@ func (v verified) legacyDigests(m Merchant) []string {
 }
 
 // verify checks signature over one of alts (canonical first) with the
-// keys of m in force at now.
+// keys of m in force at now. A request the previous key verifies is noted
+// (previousUsed): the operator ends a rotation once the shop no longer
+// signs with it.
 func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
 	for _, key := range m.keys(now) {
 		if i, cs, ok := verifyFields(key, signature, alts); ok {
+			if key != m.SecureKey && m.previousUsed != nil {
+				m.previousUsed.Store(now.UnixNano())
+			}
 			return verified{key: key, fields: alts[i], charset: cs}, true
 		}
 	}
@@ -173,13 +179,22 @@ const overlapTimeout = 10 * time.Second
 //
 // It fails only when the store cannot be read or written: a caller then
 // keeps the merchants in force (a reload is refused; a start fails).
-func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant) error {
+//
+// When the previous secure key stays the same, the time it last verified a
+// request is carried over from the merchant in force (old, nil at start).
+func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *merchantSet) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), overlapTimeout)
 	defer cancel()
 	now := s.now()
 	for i := range ms {
 		m := &ms[i]
 		m.resolved = true
+		m.previousUsed = new(atomic.Int64)
+		if old != nil {
+			if prev, ok := old.byGoID[m.GoID]; ok && prev.PreviousSecureKey == m.PreviousSecureKey && prev.previousUsed != nil {
+				m.previousUsed = prev.previousUsed
+			}
+		}
 		var err error
 		if m.keyEnds, err = s.resolveOverlap(ctx, m, i, overlapKey, "previous_secure_key", m.PreviousSecureKey, now); err != nil {
 			return err
@@ -261,6 +276,9 @@ type KeyOverlap struct {
 	EndsAt time.Time
 	// Default: an end of DefaultPreviousOverlap, previous_until not set.
 	Default bool
+	// PreviousKeyUsed is when this replica last accepted a request signed
+	// with the previous secure key (zero: not since start, or none).
+	PreviousKeyUsed time.Time
 }
 
 // KeyOverlaps are the merchants in force whose previous key or secret is
@@ -278,6 +296,9 @@ func (s *Service) KeyOverlaps() []KeyOverlap {
 		}
 		if o.ClientSecret && m.secretEnds.After(o.EndsAt) {
 			o.EndsAt = m.secretEnds
+		}
+		if m.previousUsed != nil && m.previousUsed.Load() != 0 {
+			o.PreviousKeyUsed = time.Unix(0, m.previousUsed.Load())
 		}
 		out = append(out, o)
 	}

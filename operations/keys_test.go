@@ -161,8 +161,14 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 		return q
 	}
 
+	assert.True(t, s.KeyOverlaps()[0].PreviousKeyUsed.IsZero())
 	older := create(testSecureKey, "OBJ-OLD")
+	assert.True(t, clk.now().Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "the operator sees the shop still uses the old key")
+	clk.add(time.Minute)
 	newer := create(newSecureKey, "OBJ-NEW")
+	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "the new key is not the previous one")
+	require.Empty(t, s.SetMerchants([]Merchant{cfg.Merchants[0]}, 0))
+	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "carried over a reload")
 	// Whoever replays the old key's signatures (a status call, an old
 	// pay-full-v2 link) afterwards:
 	statusWith(testSecureKey, older)

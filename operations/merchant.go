@@ -3,6 +3,7 @@ package operations
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/legacybridge/soapbridge/internal/access"
@@ -61,6 +62,9 @@ type Merchant struct {
 	// configuration and the store (Service.resolveOverlaps).
 	keyEnds, secretEnds time.Time
 	resolved            bool
+	// previousUsed is when (Unix ns) the previous secure key last verified
+	// a request on this replica; shared by the copies of the merchant.
+	previousUsed *atomic.Int64
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to

@@ -96,7 +96,7 @@ func New(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.resolveOverlaps(context.Background(), cfg.Merchants); err != nil {
+	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, nil); err != nil {
 		return nil, fmt.Errorf("operations: %w", err)
 	}
 	s.merchants.Store(newMerchantSet(cfg.Merchants, cfg.DefaultGoID))
@@ -142,7 +142,7 @@ func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
 	if len(ps) > 0 {
 		return ps
 	}
-	if err := s.resolveOverlaps(context.Background(), cfg.Merchants); err != nil {
+	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, s.merchants.Load()); err != nil {
 		var p *Problem
 		if errors.As(err, &p) {
 			return []Problem{*p}

@@ -395,9 +395,10 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{end}}</table>
 <h2>Key rotations under way</h2>
 {{if .Overlaps}}<p>Merchants whose previous secure key or client secret is still accepted beside the current one.</p>
-<table><tr><th>goid</th><th>previous</th><th>accepted until</th></tr>
+<table><tr><th>goid</th><th>previous</th><th>accepted until</th><th>previous key last accepted (this replica)</th></tr>
 {{range .Overlaps}}<tr><td>{{.GoID}}</td><td>{{if .SecureKey}}secure key{{end}}{{if and .SecureKey .ClientSecret}}, {{end}}{{if .ClientSecret}}client secret{{end}}</td>
-<td>{{.EndsAt.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if .Default}} <span class="bad">(previous_until not set: the default bound)</span>{{end}}</td></tr>
+<td>{{.EndsAt.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if .Default}} <span class="bad">(previous_until not set: the default bound)</span>{{end}}</td>
+<td>{{if .PreviousKeyUsed.IsZero}}not since start{{else}}{{.PreviousKeyUsed.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p>none: every merchant accepts its current key and secret only</p>{{end}}
 <h2>Legacy operations called since start</h2>
 <p>What each merchant still calls over SOAP (and must port before it can leave it).</p>

@@ -180,6 +180,7 @@ func TestKeyRotationDefaultBound(t *testing.T) {
 	_, page := adminGet(t, b.AdminURL+"/")
 	assert.Contains(t, page, "Key rotations under way")
 	assert.Contains(t, page, "<td>"+demoGoID+"</td><td>secure key</td>")
+	assert.NotContains(t, page, "not since start", "the old key was used: when it last was")
 	assert.Contains(t, page, ends.UTC().Format("2006-01-02 15:04:05 UTC")+` <span class="bad">(previous_until not set`)
 	_, metrics := adminGet(t, b.AdminURL+"/metrics")
 	assert.True(t, strings.Contains(metrics, "\nsoapbridge_key_overlap_merchants 1\n"), "one merchant in overlap")

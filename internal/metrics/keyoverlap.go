@@ -21,6 +21,9 @@ type KeyOverlap struct {
 	EndsAt time.Time
 	// Default: previous_until is not set; EndsAt is the default bound.
 	Default bool
+	// PreviousKeyUsed is when this replica last accepted a request signed
+	// with the previous secure key (zero: not since start).
+	PreviousKeyUsed time.Time
 }
 
 var (
@@ -28,6 +31,9 @@ var (
 		"Merchants whose previous secure key or client secret is still accepted beside the current one (a rotation under way).", nil, nil)
 	overlapEndDesc = prometheus.NewDesc("soapbridge_merchant_key_overlap_end_timestamp_seconds",
 		"Unix time at which the merchant's previous secure key or client secret stops being accepted; merchants in overlap only.",
+		[]string{"goid"}, nil)
+	previousUseDesc = prometheus.NewDesc("soapbridge_merchant_previous_key_last_use_timestamp_seconds",
+		"Unix time at which this replica last accepted a request of the merchant signed with its previous secure key; merchants in overlap whose previous key was used since start only.",
 		[]string{"goid"}, nil)
 )
 
@@ -42,6 +48,7 @@ func (c overlapCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- overlapCountDesc
 	if c.labelled {
 		ch <- overlapEndDesc
+		ch <- previousUseDesc
 	}
 }
 
@@ -55,12 +62,17 @@ func (c overlapCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, o := range os {
-		ch <- prometheus.MustNewConstMetric(overlapEndDesc, prometheus.GaugeValue, float64(o.EndsAt.Unix()), strconv.FormatInt(o.GoID, 10))
+		goid := strconv.FormatInt(o.GoID, 10)
+		ch <- prometheus.MustNewConstMetric(overlapEndDesc, prometheus.GaugeValue, float64(o.EndsAt.Unix()), goid)
+		if !o.PreviousKeyUsed.IsZero() {
+			ch <- prometheus.MustNewConstMetric(previousUseDesc, prometheus.GaugeValue, float64(o.PreviousKeyUsed.Unix()), goid)
+		}
 	}
 }
 
 // KeyOverlaps registers soapbridge_key_overlap_merchants (and, with
 // merchant labels on, soapbridge_merchant_key_overlap_end_timestamp_seconds
+// {goid} and soapbridge_merchant_previous_key_last_use_timestamp_seconds
 // {goid}), read from list at every scrape; the status page reads the same
 // list (KeyOverlapList).
 func (m *Metrics) KeyOverlaps(list func() []KeyOverlap) {
