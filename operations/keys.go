@@ -76,12 +76,6 @@ func (m Merchant) overlapInForce(ends, now time.Time) bool {
 	return m.previousUntil.IsZero() || now.Before(m.previousUntil)
 }
 
-// previousInForce reports whether m's previous key or secret is accepted
-// at now.
-func (m Merchant) previousInForce(now time.Time) bool {
-	return m.previousKeyInForce(now) || m.previousSecretInForce(now)
-}
-
 // keys are the secure keys a request of m may be signed with at now.
 func (m Merchant) keys(now time.Time) []string {
 	if m.previousKeyInForce(now) {
