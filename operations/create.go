@@ -210,6 +210,9 @@ func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand)
 				PaymentID: p.ID, GoID: m.GoID, ProductName: in.ProductName, OrderNumber: p.OrderNumber,
 				Amount: p.Amount, Currency: p.Currency, SuccessURL: trim(in.SuccessURL), FailedURL: trim(in.FailedURL),
 				CreatedAt: s.now(), TokenHash: store.HashReturnToken(token), PaymentChannels: trim(in.PaymentChannels),
+				// Its returns and notifications are signed with the key
+				// the shop created it with (paymentKey).
+				KeyID: keyID(c.v.key),
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
 				c.logger().Error("session not recorded; the created payment is abandoned", zap.Int64("goid", m.GoID),
@@ -375,7 +378,7 @@ func (s *Service) recurrencePolicy(c *call, rr *RecurrenceRequest) *money {
 				PaymentID: child.ID, ParentID: parentID, GoID: m.GoID, ProductName: parent.ProductName,
 				OrderNumber: child.OrderNumber, Amount: child.Amount, Currency: child.Currency,
 				SuccessURL: parent.SuccessURL, FailedURL: parent.FailedURL, CreatedAt: s.now(),
-				PaymentChannels: parent.PaymentChannels,
+				PaymentChannels: parent.PaymentChannels, KeyID: keyID(c.v.key),
 			}
 			if err := s.store.SaveSession(ctx, sess); err != nil {
 				c.logger().Error("session of recurring child not recorded; answering from the parent's", zap.Int64("goid", m.GoID),

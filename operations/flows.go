@@ -75,11 +75,10 @@ func (s *Service) paymentOf(ctx context.Context, m Merchant, id int64) (*restbac
 // PayFull is pay-full-v2: the gateway page of payment id of m, whose
 // paymentSession signature is sig.
 func (s *Service) PayFull(ctx context.Context, m Merchant, id int64, sig string) (string, error) {
-	v, ok := m.verify(s.now(), sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id)))
+	_, ok := m.verify(s.now(), sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id)))
 	if !ok {
 		return "", ErrBadSignature
 	}
-	s.keySeen(ctx, m, v.key)
 	p, err := s.paymentOf(ctx, m, id)
 	if err != nil {
 		return "", err
@@ -173,6 +172,8 @@ func (s *Service) childSession(ctx context.Context, m Merchant, p *restbackend.P
 		FailedURL:   parent.FailedURL,
 		CreatedAt:   s.now(),
 		TokenHash:   parent.TokenHash,
+		// The gateway charged it on the parent's request: the parent's key.
+		KeyID: parent.KeyID,
 		// The child is paid by the parent's card: the shop's channel
 		// codes still name it.
 		PaymentChannels: parent.PaymentChannels,
@@ -302,7 +303,7 @@ func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token str
 	if target == "" {
 		return "", ErrNoReturnURL
 	}
-	loc, err := identityURL(s.shopKeyOf(ctx, m), target, flowIdentityOf(m, p, sess))
+	loc, err := identityURL(s.paymentKey(ctx, m, sess), target, flowIdentityOf(m, p, sess))
 	if err != nil {
 		return "", err
 	}
@@ -385,8 +386,8 @@ func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64, 
 	if err != nil {
 		return err
 	}
-	// Signed when it is sent (signNotification): the shop may move to
-	// another of its keys while the notification waits.
+	// Signed when it is sent (signNotification): the payment's key may
+	// leave its overlap while the notification waits.
 	who := flowIdentityOf(m, p, sess)
 	target := AppendQuery(m.NotificationURL, identityParams(who.GoID, who.PaymentID, who.ParentID, who.OrderNumber))
 	key := notificationKey(m.GoID, p, sess, cb.tokenHash, refunds)
@@ -408,8 +409,8 @@ func (s *Service) OutboxCounts(ctx context.Context) (store.OutboxCounts, error) 
 }
 
 // signNotification is the URL of a notification queued unsigned, signed
-// now with the key the shop signs with (shopKeyOf). Its identity is the
-// last of each parameter identityParams appended.
+// now with the payment's key (paymentKey). Its identity is the last of
+// each parameter identityParams appended.
 func (s *Service) signNotification(ctx context.Context, n store.Notification) (string, error) {
 	m, ok := s.merchant(n.GoID)
 	if !ok {
@@ -432,7 +433,16 @@ func (s *Service) signNotification(ctx context.Context, n store.Notification) (s
 			return "", fmt.Errorf("notification URL: parentPaymentSessionId %q", p)
 		}
 	}
-	sig, err := signIdentity(s.shopKeyOf(ctx, m), n.GoID, n.PaymentID, parent, last(q["orderNumber"]))
+	sess, err := s.store.Session(ctx, n.PaymentID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// A payment the bridge has no session of (created before it).
+	case err != nil:
+		return "", fmt.Errorf("session of the payment not readable, so neither the key it was created with: %w", err)
+	case sess.GoID != n.GoID:
+		sess = store.Session{}
+	}
+	sig, err := signIdentity(s.paymentKey(ctx, m, sess), n.GoID, n.PaymentID, parent, last(q["orderNumber"]))
 	if err != nil {
 		return "", err
 	}

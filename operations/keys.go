@@ -1,12 +1,16 @@
 package operations
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,28 +20,65 @@ import (
 )
 
 // Key rotation. A merchant may hold its previous secure key (and client
-// secret) beside the current one until PreviousUntil (or the next reload
-// without them): requests signed with either verify, so that shops move to
-// the new key one server at a time without a failed call. What the bridge
-// signs follows the shop:
+// secret) beside the current one until its overlap ends: requests signed
+// with either verify, so that shops move to the new key one server at a
+// time without a failed call. The overlap ends at previous_until, or, when
+// that is not set, DefaultPreviousOverlap after a bridge first saw the
+// previous key (said loudly at start and at each reload). Each end is kept
+// in the store (key_overlaps) and, once passed, is final: no later
+// configuration (a reload dropping or moving previous_until, a restart)
+// makes that key or secret accepted again (resolveOverlaps).
+//
+// What the bridge signs follows what the shop itself did, never what a
+// later request tells:
 //   - the reply to a call, with the key the request was signed with (the
 //     shop verifies with the key it signs with);
-//   - notifications and return redirects, which answer no request, with
-//     the key the merchant's shop last signed a call with, as every replica
-//     learns it from the store (shop_keys); the current key when the shop
-//     has not been seen since the previous one came in. Notifications are
-//     signed when sent, not when queued: one refused by a shop that moved
-//     meanwhile is signed again at its next attempt.
+//   - the return redirects and notifications of a payment, which answer
+//     no request, with the key the shop created the payment with, kept
+//     with its session (Session.KeyID; a recurring child's is its
+//     parent's), while that key is in force; the current key once it is
+//     not. Notifications are signed when sent, not when queued.
+//
+// Payments created before the key was kept with the session fall back to
+// the key earlier versions learnt the shop signed with (shop_keys, read
+// and no longer written, so that no request moves it), else the current
+// key.
 
-// previousInForce reports whether m's previous key and secret are accepted
-// at now.
-func (m Merchant) previousInForce(now time.Time) bool {
-	return (m.PreviousSecureKey != "" || m.PreviousClientSecret != "") && (m.previousUntil.IsZero() || now.Before(m.previousUntil))
+// DefaultPreviousOverlap bounds a previous_secure_key or
+// previous_client_secret configured without previous_until: counted from
+// when a bridge first saw it (kept in the store, so a restart does not
+// extend it).
+const DefaultPreviousOverlap = 30 * 24 * time.Hour
+
+// The kinds of previous credential an overlap record names.
+const (
+	overlapKey    = "secure_key"
+	overlapSecret = "client_secret"
+)
+
+// previousKeyInForce reports whether m's previous secure key is accepted
+// at now; previousSecretInForce the same of its previous client secret.
+func (m Merchant) previousKeyInForce(now time.Time) bool {
+	return m.PreviousSecureKey != "" && m.overlapInForce(m.keyEnds, now)
+}
+
+func (m Merchant) previousSecretInForce(now time.Time) bool {
+	return m.PreviousClientSecret != "" && m.overlapInForce(m.secretEnds, now)
+}
+
+// overlapInForce: a merchant the service resolved (resolveOverlaps) ends
+// its overlap at ends; one it did not (a configuration being checked)
+// at previous_until, if any.
+func (m Merchant) overlapInForce(ends, now time.Time) bool {
+	if m.resolved {
+		return now.Before(ends)
+	}
+	return m.previousUntil.IsZero() || now.Before(m.previousUntil)
 }
 
 // keys are the secure keys a request of m may be signed with at now.
 func (m Merchant) keys(now time.Time) []string {
-	if m.PreviousSecureKey != "" && m.previousInForce(now) {
+	if m.previousKeyInForce(now) {
 		return []string{m.SecureKey, m.PreviousSecureKey}
 	}
 	return []string{m.SecureKey}
@@ -47,7 +88,7 @@ func (m Merchant) keys(now time.Time) []string {
 // included while it is in force.
 func (m Merchant) Credentials() restbackend.Credentials {
 	cr := m.Account.Credentials()
-	if !m.previousInForce(time.Now()) {
+	if !m.previousSecretInForce(time.Now()) {
 		cr.PreviousSecret = ""
 	}
 	return cr
@@ -94,10 +135,15 @@ func (v verified) legacyDigests(m Merchant) []string {
 }
 
 // verify checks signature over one of alts (canonical first) with the
-// keys of m in force at now.
+// keys of m in force at now. A request the previous key verifies is noted
+// (previousUsed): the operator ends a rotation once the shop no longer
+// signs with it.
 func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
 	for _, key := range m.keys(now) {
 		if i, cs, ok := verifyFields(key, signature, alts); ok {
+			if key != m.SecureKey && m.previousUsed != nil {
+				m.previousUsed.Store(now.UnixNano())
+			}
 			return verified{key: key, fields: alts[i], charset: cs}, true
 		}
 	}
@@ -105,17 +151,161 @@ func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (ver
 }
 
 // keyID names a key in the store without revealing it.
-func keyID(key string) string {
-	sum := sha256.Sum256([]byte("soapbridge secure key\x00" + key))
+func keyID(key string) string { return credentialID("soapbridge secure key", key) }
+
+// credentialID names a secret of a kind without revealing it.
+func credentialID(kind, secret string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + secret))
 	return hex.EncodeToString(sum[:8])
 }
 
-// shopKeyTTL is how long a replica trusts what it read of a shop's key: a
-// notification signed with a key the shop left meanwhile is refused and
-// signed again at its next attempt.
+// overlapTimeout bounds the store work of resolveOverlaps.
+const overlapTimeout = 10 * time.Second
+
+// resolveOverlaps sets, on each merchant of ms (validated and normalized),
+// when its previous secure key and client secret stop being accepted, from
+// the configuration and the store's record of each (key_overlaps):
+//   - a record whose end has passed is final: the key or secret stays
+//     refused whatever the configuration says now (a warning names it);
+//   - otherwise the end is previous_until, or first seen +
+//     DefaultPreviousOverlap when it is not set (a warning says so), and
+//     the record is written (first seen is kept from the first writer).
+//
+// It fails only when the store cannot be read or written: a caller then
+// keeps the merchants in force (a reload is refused; a start fails).
+//
+// When the previous secure key stays the same, the time it last verified a
+// request is carried over from the merchant in force (old, nil at start).
+func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *merchantSet) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), overlapTimeout)
+	defer cancel()
+	now := s.now()
+	for i := range ms {
+		m := &ms[i]
+		m.resolved = true
+		m.previousUsed = new(atomic.Int64)
+		if old != nil {
+			if prev, ok := old.byGoID[m.GoID]; ok && prev.PreviousSecureKey == m.PreviousSecureKey && prev.previousUsed != nil {
+				m.previousUsed = prev.previousUsed
+			}
+		}
+		var err error
+		if m.keyEnds, err = s.resolveOverlap(ctx, m, i, overlapKey, "previous_secure_key", m.PreviousSecureKey, now); err != nil {
+			return err
+		}
+		if m.secretEnds, err = s.resolveOverlap(ctx, m, i, overlapSecret, "previous_client_secret", m.PreviousClientSecret, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveOverlap is when previous (of kind, configured as setting of the
+// i-th merchant m) stops being accepted; zero when there is none.
+func (s *Service) resolveOverlap(ctx context.Context, m *Merchant, i int, kind, setting, previous string, now time.Time) (time.Time, error) {
+	if previous == "" {
+		return time.Time{}, nil
+	}
+	key := fmt.Sprintf("merchants[%d].%s", i, setting)
+	id := credentialID("soapbridge "+kind, previous)
+	if kind == overlapKey {
+		id = keyID(previous)
+	}
+	want := func(firstSeen time.Time) time.Time {
+		if !m.previousUntil.IsZero() {
+			return m.previousUntil
+		}
+		return firstSeen.Add(DefaultPreviousOverlap)
+	}
+	rec, err := s.store.KeyOverlap(ctx, m.GoID, kind, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		rec = store.KeyOverlap{GoID: m.GoID, Kind: kind, KeyID: id, FirstSeen: now, EndsAt: want(now)}
+		if err := s.store.AddKeyOverlap(ctx, rec); err != nil {
+			return time.Time{}, &Problem{key, "the end of its overlap could not be recorded: " + err.Error()}
+		}
+		// Another replica may have been first.
+		if rec, err = s.store.KeyOverlap(ctx, m.GoID, kind, id); err != nil {
+			return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
+		}
+	case err != nil:
+		return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
+	}
+	log := s.log.With(zap.Int64("goid", m.GoID), zap.String("setting", key))
+	if !now.Before(rec.EndsAt) {
+		if w := want(rec.FirstSeen); w.After(rec.EndsAt) {
+			log.Warn(setting+" ended earlier and is never accepted again, whatever previous_until says now: remove it from the configuration",
+				zap.Time("ended", rec.EndsAt), zap.String("previous_until", m.PreviousUntil))
+		}
+		return rec.EndsAt, nil
+	}
+	ends := want(rec.FirstSeen)
+	if !ends.Equal(rec.EndsAt) {
+		moved, err := s.store.MoveKeyOverlap(ctx, m.GoID, kind, id, ends, now)
+		if err != nil {
+			return time.Time{}, &Problem{key, "the end of its overlap could not be recorded: " + err.Error()}
+		}
+		if !moved {
+			// It ended meanwhile (another replica's clock): final.
+			if rec, err = s.store.KeyOverlap(ctx, m.GoID, kind, id); err != nil {
+				return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
+			}
+			ends = rec.EndsAt
+		}
+	}
+	if m.previousUntil.IsZero() {
+		log.Warn(setting+" has no previous_until: accepted until first seen + "+DefaultPreviousOverlap.String()+"; set previous_until to end the rotation when you mean to",
+			zap.Time("first_seen", rec.FirstSeen), zap.Time("until", ends))
+	}
+	return ends, nil
+}
+
+// KeyOverlap is a merchant whose previous secure key or client secret is
+// accepted now, beside the current one.
+type KeyOverlap struct {
+	GoID int64
+	// SecureKey and ClientSecret say which of the two is in overlap.
+	SecureKey, ClientSecret bool
+	// EndsAt is when the last of them stops being accepted.
+	EndsAt time.Time
+	// Default: an end of DefaultPreviousOverlap, previous_until not set.
+	Default bool
+	// PreviousKeyUsed is when this replica last accepted a request signed
+	// with the previous secure key (zero: not since start, or none).
+	PreviousKeyUsed time.Time
+}
+
+// KeyOverlaps are the merchants in force whose previous key or secret is
+// accepted now, by goid.
+func (s *Service) KeyOverlaps() []KeyOverlap {
+	now := s.now()
+	var out []KeyOverlap
+	for _, m := range s.merchants.Load().byGoID {
+		o := KeyOverlap{GoID: m.GoID, SecureKey: m.previousKeyInForce(now), ClientSecret: m.previousSecretInForce(now), Default: m.previousUntil.IsZero()}
+		if !o.SecureKey && !o.ClientSecret {
+			continue
+		}
+		if o.SecureKey {
+			o.EndsAt = m.keyEnds
+		}
+		if o.ClientSecret && m.secretEnds.After(o.EndsAt) {
+			o.EndsAt = m.secretEnds
+		}
+		if m.previousUsed != nil && m.previousUsed.Load() != 0 {
+			o.PreviousKeyUsed = time.Unix(0, m.previousUsed.Load())
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b KeyOverlap) int { return cmp.Compare(a.GoID, b.GoID) })
+	return out
+}
+
+// shopKeyTTL is how long a replica trusts what it read of a shop's key in
+// shop_keys (which only replicas of earlier versions still write, during
+// an upgrade).
 const shopKeyTTL = 10 * time.Second
 
-// shopKeys caches, per goid, which key the shop was last seen with.
+// shopKeys caches, per goid, the key shop_keys names.
 type shopKeys struct {
 	mu   sync.Mutex
 	seen map[int64]shopKey
@@ -126,46 +316,35 @@ type shopKey struct {
 	readAt time.Time
 }
 
-// keySeen records that m's shop signed a request with key. Only while a
-// previous key is in force is there a choice to remember, and the store is
-// written only when the key differs from the one this replica knows. The
-// replica takes the key for known only once it is written, so that a failed
-// write is tried again by the next call.
-func (s *Service) keySeen(ctx context.Context, m Merchant, key string) {
-	now := s.now()
-	if !m.previousInForce(now) {
-		return
+// paymentKey is the key the return redirects and notifications of the
+// payment of sess (of m) are signed with at now: the key the shop created
+// it with (a recurring child's: its parent's) while that key is in force,
+// else the current one; for a payment whose session names no key, the
+// fallback of legacyShopKey.
+func (s *Service) paymentKey(ctx context.Context, m Merchant, sess store.Session) string {
+	id := sess.KeyID
+	if id == "" && sess.ParentID != 0 {
+		if parent, err := s.store.Session(ctx, sess.ParentID); err == nil {
+			id = parent.KeyID
+		}
 	}
-	id := keyID(key)
-	s.shop.mu.Lock()
-	known, ok := s.shop.seen[m.GoID]
-	if ok && known.id == id {
-		s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
+	if id == "" {
+		return s.legacyShopKey(ctx, m)
 	}
-	s.shop.mu.Unlock()
-	if ok && known.id == id {
-		return
+	for _, k := range m.keys(s.now()) {
+		if keyID(k) == id {
+			return k
+		}
 	}
-	lctx, cancel := s.ledgerContext(ctx)
-	defer cancel()
-	if err := s.store.SetShopKey(lctx, m.GoID, id, now); err != nil {
-		s.logFor(ctx).Warn("the shop's key not recorded; notifications may be signed with the other key and be retried", zap.Int64("goid", m.GoID), zap.Error(err))
-		return
-	}
-	s.shop.mu.Lock()
-	if s.shop.seen == nil {
-		s.shop.seen = map[int64]shopKey{}
-	}
-	s.shop.seen[m.GoID] = shopKey{id: id, readAt: now}
-	s.shop.mu.Unlock()
-	s.logFor(ctx).Info("shop signs with another of its keys", zap.Int64("goid", m.GoID), zap.Bool("previous", key == m.PreviousSecureKey))
+	return m.SecureKey
 }
 
-// shopKeyOf is the key notifications and return redirects of m are signed
-// with at now (see the top of this file).
-func (s *Service) shopKeyOf(ctx context.Context, m Merchant) string {
+// legacyShopKey is the key of a payment created before its key was kept:
+// the one shop_keys names (what earlier versions signed with; no request
+// moves it now), while that key is in force; else the current key.
+func (s *Service) legacyShopKey(ctx context.Context, m Merchant) string {
 	now := s.now()
-	if m.PreviousSecureKey == "" || !m.previousInForce(now) {
+	if !m.previousKeyInForce(now) {
 		return m.SecureKey
 	}
 	s.shop.mu.Lock()

@@ -2,7 +2,6 @@ package operations
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -94,9 +93,11 @@ func TestRotationKeepsTheLedgerKey(t *testing.T) {
 	assert.Len(t, gw.refunds[id], 1, "one refund across the reload, whichever key the repeats carry")
 }
 
-// Notifications are signed when they are sent, with the key the shop last
-// signed a call with; a queued one follows the shop's move to the new key.
-func TestRotationSignsNotificationsWhenSent(t *testing.T) {
+// The returns and notifications of a payment are signed with the key the
+// shop created it with, whatever later requests were signed with (a
+// stranger's replay of an old signature re-pins nothing); notifications
+// are signed when sent: once that key's overlap ends, with the current one.
+func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	var mu sync.Mutex
 	var got []url.Values
 	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,16 +106,15 @@ func TestRotationSignsNotificationsWhenSent(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer shop.Close()
-	gw, st, clk := newFakeGateway(), memStore(t), &fakeClock{t: time.Now()}
+	gw, st, clk := newFakeGateway(), memStore(t), &fakeClock{t: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
 	cfg := unitConfig(t)
 	cfg.Merchants[0].SecureKey, cfg.Merchants[0].PreviousSecureKey = newSecureKey, testSecureKey
+	cfg.Merchants[0].PreviousUntil = "2026-11-27T10:00:00Z"
 	cfg.Merchants[0].NotificationURL = shop.URL + "/notify?shop=1"
 	cfg.Gateway, cfg.Store, cfg.Now = gw, st, clk.now
 	s, err := New(cfg)
 	require.NoError(t, err)
 	m, _ := s.merchant(testGoID)
-	id := gw.add(restbackend.StatePaid, 100)
-	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: id, GoID: testGoID, OrderNumber: "OBJ-7"}))
 
 	identity := func(key string, q url.Values) bool {
 		return q.Get("shop") == "1" && Verify(key, q.Get("encryptedSignature"),
@@ -129,23 +129,140 @@ func TestRotationSignsNotificationsWhenSent(t *testing.T) {
 		defer mu.Unlock()
 		return got[len(got)-1]
 	}
+	create := func(key, order string) int64 {
+		t.Helper()
+		goid, price := int64(testGoID), int64(12900)
+		c := &PaymentCommand{TargetGoID: &goid, ProductName: "Kniha", TotalPrice: &price, Currency: "CZK", OrderNumber: order,
+			SuccessURL: "https://shop.example/ok", FailedURL: "https://shop.example/ko"}
+		c.EncryptedSignature = signedWith(t, key, c.SignatureFields()...)
+		st, err := s.CreatePayment(bg, c)
+		require.NoError(t, err)
+		require.Equal(t, CallCompleted, st.Result, st.ResultDescription)
+		assert.True(t, Verify(key, *st.EncryptedSignature, st.SignatureFields()...), "the reply is signed with the request's key")
+		return *st.PaymentSessionID
+	}
+	statusWith := func(key string, id int64) {
+		t.Helper()
+		st, err := s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
+			EncryptedSignature: signedWith(t, key, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
+		require.NoError(t, err)
+		require.Equal(t, CallCompleted, st.Result)
+	}
+	returnTo := func(id int64) url.Values {
+		t.Helper()
+		sess, err := st.Session(bg, id)
+		require.NoError(t, err)
+		loc, err := s.ReturnURL(bg, m, id, sess.ReturnToken)
+		require.NoError(t, err)
+		u, err := url.Parse(loc)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("shop", "1")
+		return q
+	}
 
-	// The shop still signs with the old key: its notification too.
-	_, err = s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
-		EncryptedSignature: signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
+	assert.True(t, s.KeyOverlaps()[0].PreviousKeyUsed.IsZero())
+	older := create(testSecureKey, "OBJ-OLD")
+	assert.True(t, clk.now().Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "the operator sees the shop still uses the old key")
+	clk.add(time.Minute)
+	newer := create(newSecureKey, "OBJ-NEW")
+	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "the new key is not the previous one")
+	require.Empty(t, s.SetMerchants([]Merchant{cfg.Merchants[0]}, 0))
+	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "carried over a reload")
+	// Whoever replays the old key's signatures (a status call, an old
+	// pay-full-v2 link) afterwards:
+	statusWith(testSecureKey, older)
+	_, err = s.PayFull(bg, m, older, signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(older))...))
 	require.NoError(t, err)
-	require.NoError(t, s.AcceptNotification(bg, m, id, ""))
-	assert.True(t, identity(testSecureKey, deliver()), "signed with the key the shop uses")
 
-	// Queued now, the shop moves to the new key before it is sent.
-	gw.payments[id].State = restbackend.StateRefunded
-	require.NoError(t, s.AcceptNotification(bg, m, id, ""))
-	_, err = s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
-		EncryptedSignature: signedWith(t, newSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
+	gw.payments[newer].State = restbackend.StatePaid
+	assert.True(t, identity(newSecureKey, returnTo(newer)), "the new payment returns signed with the key it was created with")
+	require.NoError(t, s.AcceptNotification(bg, m, newer, mustToken(t, st, newer)))
+	assert.True(t, identity(newSecureKey, deliver()), "and is notified so")
+
+	gw.payments[older].State = restbackend.StatePaid
+	statusWith(newSecureKey, older)
+	assert.True(t, identity(testSecureKey, returnTo(older)), "the old payment keeps its key while it is in force")
+	require.NoError(t, s.AcceptNotification(bg, m, older, mustToken(t, st, older)))
+	// Queued now, sent once the old key's overlap has ended.
+	clk.add(25 * time.Hour)
+	assert.True(t, identity(newSecureKey, deliver()), "signed when sent: the old key has ended")
+}
+
+func mustToken(t *testing.T, st Store, id int64) string {
+	t.Helper()
+	sess, err := st.Session(bg, id)
 	require.NoError(t, err)
-	q := deliver()
-	assert.True(t, identity(newSecureKey, q), "signed when sent, with the key the shop moved to")
-	assert.Equal(t, "OBJ-7", q.Get("orderNumber"))
+	return sess.ReturnToken
+}
+
+// A payment saved before its key was kept (no KeyID) falls back to the
+// key shop_keys names (what earlier versions signed with), else the
+// current key.
+func TestRotationLegacyPaymentsUseShopKeys(t *testing.T) {
+	gw, st, clk := newFakeGateway(), memStore(t), &fakeClock{t: time.Now()}
+	s := rotatedService(t, gw, st, clk, "")
+	m, _ := s.merchant(testGoID)
+	id := gw.add(restbackend.StatePaid, 100)
+	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: id, GoID: testGoID, OrderNumber: "OBJ-7", SuccessURL: "https://shop.example/ok"}))
+	sess, err := st.Session(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, newSecureKey, s.paymentKey(bg, m, sess), "nothing recorded: the current key")
+
+	require.NoError(t, st.SetShopKey(bg, testGoID, keyID(testSecureKey), clk.now()))
+	s = rotatedService(t, gw, st, clk, "")
+	m, _ = s.merchant(testGoID)
+	assert.Equal(t, testSecureKey, s.paymentKey(bg, m, sess), "what earlier versions learnt")
+	sess.KeyID = keyID(newSecureKey)
+	assert.Equal(t, newSecureKey, s.paymentKey(bg, m, sess), "a payment's own key comes first")
+}
+
+// A previous key without previous_until is accepted for
+// DefaultPreviousOverlap from when a bridge first saw it, which a restart
+// does not extend; an end once passed is final: a reload (or a restart)
+// that drops or moves previous_until does not bring the key back.
+func TestRotationOverlapBoundAndFinal(t *testing.T) {
+	gw, st := newFakeGateway(), memStore(t)
+	clk := &fakeClock{t: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
+	s := rotatedService(t, gw, st, clk, "")
+	in := func(s *Service) []string {
+		m, _ := s.merchant(testGoID)
+		return m.keys(clk.now())
+	}
+	assert.Equal(t, []string{newSecureKey, testSecureKey}, in(s))
+	require.Len(t, s.KeyOverlaps(), 1)
+	assert.Equal(t, clk.now().Add(DefaultPreviousOverlap), s.KeyOverlaps()[0].EndsAt)
+	assert.True(t, s.KeyOverlaps()[0].Default)
+
+	clk.add(DefaultPreviousOverlap - time.Hour)
+	s = rotatedService(t, gw, st, clk, "") // a restart
+	assert.Equal(t, []string{newSecureKey, testSecureKey}, in(s))
+	clk.add(time.Hour)
+	assert.Equal(t, []string{newSecureKey}, in(s), "the bound counts from the first sighting, not the restart")
+	assert.Empty(t, s.KeyOverlaps())
+	s = rotatedService(t, gw, st, clk, "")
+	assert.Equal(t, []string{newSecureKey}, in(s), "nor does a later restart revive it")
+
+	// An explicit end: passed, then a reload that drops or moves it.
+	st2 := memStore(t)
+	s = rotatedService(t, gw, st2, clk, "2026-12-27T10:00:00Z")
+	clk.add(48 * time.Hour)
+	assert.Equal(t, []string{newSecureKey}, in(s), "previous_until passed")
+	m := testMerchant()
+	m.SecureKey, m.PreviousSecureKey = newSecureKey, testSecureKey
+	require.Empty(t, s.SetMerchants([]Merchant{m}, 0), "a reload without previous_until")
+	assert.Equal(t, []string{newSecureKey}, in(s), "does not revive the old key")
+	m.PreviousUntil = clk.now().Add(24 * time.Hour).Format(time.RFC3339)
+	require.Empty(t, s.SetMerchants([]Merchant{m}, 0))
+	assert.Equal(t, []string{newSecureKey}, in(s), "nor does one that moves previous_until later")
+
+	// Moved while still to come: the operator may extend a rotation.
+	st3 := memStore(t)
+	s = rotatedService(t, gw, st3, clk, clk.now().Add(time.Hour).Format(time.RFC3339))
+	m.PreviousUntil = clk.now().Add(48 * time.Hour).Format(time.RFC3339)
+	require.Empty(t, s.SetMerchants([]Merchant{m}, 0))
+	clk.add(24 * time.Hour)
+	assert.Equal(t, []string{newSecureKey, testSecureKey}, in(s), "extended before it ended")
 }
 
 func TestRotationSettingsRefused(t *testing.T) {
@@ -159,49 +276,6 @@ func TestRotationSettingsRefused(t *testing.T) {
 		assert.NotContains(t, p.Msg, testSecureKey)
 	}
 	assert.Equal(t, []string{"previous_secure_key", "previous_until"}, keys)
-}
-
-// flakyShopKeys is a store whose first writes of a shop's key fail.
-type flakyShopKeys struct {
-	store.Store
-	mu    sync.Mutex
-	fails int
-}
-
-func (f *flakyShopKeys) SetShopKey(ctx context.Context, goid int64, id string, at time.Time) error {
-	f.mu.Lock()
-	fail := f.fails > 0
-	f.fails--
-	f.mu.Unlock()
-	if fail {
-		return errors.New("database is locked")
-	}
-	return f.Store.SetShopKey(ctx, goid, id, at)
-}
-
-// A shop key that could not be written is written by the next call of the
-// shop: the replica does not take it for known until it is stored, else
-// the other replicas would sign the shop's notifications with its old key
-// until the rotation ends.
-func TestRotationShopKeyWriteRetried(t *testing.T) {
-	st := &flakyShopKeys{Store: memStore(t), fails: 1}
-	clk := &fakeClock{t: time.Now()}
-	s := rotatedService(t, newFakeGateway(), st, clk, "")
-	m, _ := s.merchant(testGoID)
-	shopKey := func() string {
-		t.Helper()
-		id, _, err := st.ShopKey(bg, testGoID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ""
-		}
-		require.NoError(t, err)
-		return id
-	}
-
-	s.keySeen(bg, m, newSecureKey)
-	assert.Empty(t, shopKey(), "the write failed")
-	s.keySeen(bg, m, newSecureKey)
-	assert.Equal(t, keyID(newSecureKey), shopKey(), "the next call wrote it")
 }
 
 // A reload that changes a key must keep the key in force as the previous

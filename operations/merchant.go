@@ -3,6 +3,7 @@ package operations
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/legacybridge/soapbridge/internal/access"
@@ -22,7 +23,8 @@ type Merchant struct {
 	// PreviousSecureKey is the key in force before SecureKey, kept while
 	// shops move to the new one: requests signed with either verify (see
 	// keys.go). PreviousUntil (RFC 3339) ends it, as it ends
-	// PreviousClientSecret; empty: until a reload without them.
+	// PreviousClientSecret; empty: DefaultPreviousOverlap after a bridge
+	// first saw it. An end once passed is final (keys.go).
 	PreviousSecureKey string `yaml:"previous_secure_key"`
 	PreviousUntil     string `yaml:"previous_until"`
 	previousUntil     time.Time
@@ -54,6 +56,15 @@ type Merchant struct {
 	// Basic credentials, rate). The core only carries it: the SOAP adapter
 	// enforces it, since only it sees where a call comes from.
 	access.Rules `yaml:",inline"`
+
+	// keyEnds and secretEnds are when the previous key and secret stop
+	// being accepted, as the service resolved them (resolved) from the
+	// configuration and the store (Service.resolveOverlaps).
+	keyEnds, secretEnds time.Time
+	resolved            bool
+	// previousUsed is when (Unix ns) the previous secure key last verified
+	// a request on this replica; shared by the copies of the merchant.
+	previousUsed *atomic.Int64
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to

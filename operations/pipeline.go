@@ -293,7 +293,6 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 		return badSignature(a.part)
 	}
 	c.v = v
-	c.s.keySeen(ctx, c.m, v.key)
 	return nil
 }
 

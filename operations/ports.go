@@ -68,10 +68,14 @@ type Outbox interface {
 	Counts(ctx context.Context) (store.OutboxCounts, error)
 }
 
-// ShopKeys keeps which of a merchant's keys its shop signs with (keys.go).
+// ShopKeys reads which of a merchant's keys earlier versions learnt its
+// shop signs with (the fallback of payments without a key of their own),
+// and keeps the end of each previous key's overlap (keys.go).
 type ShopKeys interface {
 	ShopKey(ctx context.Context, goid int64) (keyID string, seenAt time.Time, err error)
-	SetShopKey(ctx context.Context, goid int64, keyID string, seenAt time.Time) error
+	KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (store.KeyOverlap, error)
+	AddKeyOverlap(ctx context.Context, o store.KeyOverlap) error
+	MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error)
 }
 
 // Store is all the core keeps.

@@ -84,13 +84,16 @@ func New(cfg Config) (*Service, error) {
 		onBadSignature:      cfg.OnBadSignature,
 		onUnmappedChannel:   cfg.OnUnmappedChannel,
 	}
-	s.merchants.Store(newMerchantSet(cfg.Merchants, cfg.DefaultGoID))
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, nil); err != nil {
+		return nil, fmt.Errorf("operations: %w", err)
+	}
+	s.merchants.Store(newMerchantSet(cfg.Merchants, cfg.DefaultGoID))
 	if cfg.Outbox.Store == nil {
 		cfg.Outbox.Store = s.store
 	}
@@ -132,6 +135,13 @@ func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
 	cfg, ps := s.merchantProblems(ms, defaultGoID)
 	if len(ps) > 0 {
 		return ps
+	}
+	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, s.merchants.Load()); err != nil {
+		var p *Problem
+		if errors.As(err, &p) {
+			return []Problem{*p}
+		}
+		return []Problem{{"merchants", err.Error()}}
 	}
 	s.merchants.Store(newMerchantSet(cfg.Merchants, defaultGoID))
 	s.methods.reset() // the default merchant may be another one

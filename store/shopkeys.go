@@ -34,3 +34,55 @@ func (s *sqlStore) SetShopKey(ctx context.Context, goid int64, keyID string, see
 	}
 	return nil
 }
+
+// KeyOverlap is how long a previous secure key or client secret of a
+// merchant is accepted beside the current one (see Store.KeyOverlap).
+type KeyOverlap struct {
+	GoID int64
+	// Kind is the setting: "secure_key" or "client_secret".
+	Kind string
+	// KeyID names the previous key or secret, never revealing it.
+	KeyID string
+	// FirstSeen is when a bridge first saw it configured as previous.
+	FirstSeen time.Time
+	// EndsAt is when it stops being accepted; once passed, final.
+	EndsAt time.Time
+}
+
+func (s *sqlStore) KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (KeyOverlap, error) {
+	o := KeyOverlap{GoID: goid, Kind: kind, KeyID: keyID}
+	err := s.w.QueryRowContext(ctx, s.d.rebind(`SELECT first_seen, ends_at FROM key_overlaps WHERE goid = ? AND kind = ? AND key_id = ?`),
+		goid, kind, keyID).Scan(timeScan{&o.FirstSeen}, timeScan{&o.EndsAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return KeyOverlap{}, ErrNotFound
+	}
+	if err != nil {
+		return KeyOverlap{}, fmt.Errorf("store: read key overlap of %d: %w", goid, err)
+	}
+	return o, nil
+}
+
+func (s *sqlStore) AddKeyOverlap(ctx context.Context, o KeyOverlap) error {
+	// The first writer wins: first_seen is never moved later.
+	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO key_overlaps (goid, kind, key_id, first_seen, ends_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (goid, kind, key_id) DO NOTHING`), o.GoID, o.Kind, o.KeyID, s.d.timeArg(o.FirstSeen), s.d.timeArg(o.EndsAt))
+	if err != nil {
+		return fmt.Errorf("store: record key overlap of %d: %w", o.GoID, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error) {
+	// An end already passed at now is final: the condition is in the
+	// statement, so that no replica moves an end another saw pass.
+	res, err := s.w.ExecContext(ctx, s.d.rebind(`UPDATE key_overlaps SET ends_at = ?
+		WHERE goid = ? AND kind = ? AND key_id = ? AND ends_at > ?`), s.d.timeArg(endsAt), goid, kind, keyID, s.d.timeArg(now))
+	if err != nil {
+		return false, fmt.Errorf("store: move key overlap of %d: %w", goid, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: move key overlap of %d: %w", goid, err)
+	}
+	return n == 1, nil
+}

@@ -76,8 +76,8 @@ type queries struct {
 	delivered, retry, dead, exists, countState string
 }
 
-const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at, payment_channels`
-const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at, s.payment_channels`
+const sessionCols = `payment_id, parent_id, goid, product_name, order_number, amount, currency, success_url, failed_url, created_at, payment_channels, key_id`
+const qualifiedSessionCols = `s.payment_id, s.parent_id, s.goid, s.product_name, s.order_number, s.amount, s.currency, s.success_url, s.failed_url, s.created_at, s.payment_channels, s.key_id`
 const outboxCols = `id, goid, payment_id, dedupe_key, url, attempts, next_attempt, last_error, created_at, request_id`
 
 // unsignedScheme marks, in the url column, a notification queued without
@@ -91,13 +91,14 @@ const unsignedScheme = "unsigned:"
 func (d *dialect) queries() queries {
 	return queries{
 		saveSession: d.rebind(`INSERT INTO sessions (` + sessionCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (payment_id) DO UPDATE SET
 				parent_id = excluded.parent_id, goid = excluded.goid,
 				product_name = excluded.product_name, order_number = excluded.order_number,
 				amount = excluded.amount, currency = excluded.currency,
 				success_url = excluded.success_url, failed_url = excluded.failed_url,
-				created_at = excluded.created_at, payment_channels = excluded.payment_channels`),
+				created_at = excluded.created_at, payment_channels = excluded.payment_channels,
+				key_id = CASE WHEN excluded.key_id = '' THEN sessions.key_id ELSE excluded.key_id END`),
 		// A save without a token keeps the stored one (see Session.TokenHash).
 		saveToken: d.rebind(`INSERT INTO session_tokens (payment_id, return_token) VALUES (?, ?)
 			ON CONFLICT (payment_id) DO UPDATE SET return_token = excluded.return_token`),
@@ -175,7 +176,7 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q.saveSession,
 			ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
-			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt), ss.PaymentChannels); err != nil {
+			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt), ss.PaymentChannels, ss.KeyID); err != nil {
 			return err
 		}
 		if ss.TokenHash == "" {
@@ -224,7 +225,7 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
 	err := row.Scan(&ss.PaymentID, &ss.ParentID, &ss.GoID, &ss.ProductName, &ss.OrderNumber, &ss.Amount,
-		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.PaymentChannels, &ss.TokenHash)
+		&ss.Currency, &ss.SuccessURL, &ss.FailedURL, timeScan{&ss.CreatedAt}, &ss.PaymentChannels, &ss.KeyID, &ss.TokenHash)
 	ss.TokenHash = storedTokenHash(ss.TokenHash)
 	return ss, err
 }

@@ -42,6 +42,11 @@ type Session struct {
 	// ("" when it sent none, and for sessions saved before it was kept):
 	// status replies report the channel with the shop's own code.
 	PaymentChannels string
+	// KeyID names (never reveals) the secure key the shop created the
+	// payment with, which signs its return redirects and notifications;
+	// "" for sessions saved before it was kept. Saving a session with ""
+	// keeps one already stored.
+	KeyID string
 }
 
 // Notification is one legacy notification to deliver to an e-shop.
@@ -102,9 +107,20 @@ type Store interface {
 
 	// ShopKey returns which of merchant goid's keys its shop last signed a
 	// call with (an id of the key, never the key) and when that was seen,
-	// or ErrNotFound. SetShopKey records it.
+	// or ErrNotFound. SetShopKey records it. Earlier versions wrote it;
+	// this one only reads it, for payments whose session names no key
+	// (Session.KeyID): kept readable until no such payment is retained.
 	ShopKey(ctx context.Context, goid int64) (keyID string, seenAt time.Time, err error)
 	SetShopKey(ctx context.Context, goid int64, keyID string, seenAt time.Time) error
+
+	// KeyOverlap returns how long a previous key (or client secret) of
+	// goid is accepted, or ErrNotFound. AddKeyOverlap records o unless one
+	// is recorded already (the first sighting stays). MoveKeyOverlap sets
+	// the end of one whose end has not passed at now, and reports whether
+	// it did: an end once passed is final.
+	KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (KeyOverlap, error)
+	AddKeyOverlap(ctx context.Context, o KeyOverlap) error
+	MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error)
 
 	// Purge deletes, in batches, what r says is old enough at now: finished
 	// outbox rows, ledger entries, sessions (with their tokens). Pending

@@ -38,6 +38,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/metrics"
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -393,6 +394,13 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{range .Merchants}}<tr><td>{{.GoID}}</td><td>{{.ClientID}}</td><td>{{.Currency}}</td><td>{{.Notifications}}</td>
 <td{{if .Open}} class="bad"{{end}}>{{if .AllowedNetworks}}{{.AllowedNetworks}}{{else}}anyone{{end}}</td><td>{{if .BasicAuth}}required{{else}}no{{end}}</td><td>{{.RateLimit}}</td></tr>
 {{end}}</table>
+<h2>Key rotations under way</h2>
+{{if .Overlaps}}<p>Merchants whose previous secure key or client secret is still accepted beside the current one.</p>
+<table><tr><th>goid</th><th>previous</th><th>accepted until</th><th>previous key last accepted (this replica)</th></tr>
+{{range .Overlaps}}<tr><td>{{.GoID}}</td><td>{{if .SecureKey}}secure key{{end}}{{if and .SecureKey .ClientSecret}}, {{end}}{{if .ClientSecret}}client secret{{end}}</td>
+<td>{{.EndsAt.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if .Default}} <span class="bad">(previous_until not set: the default bound)</span>{{end}}</td>
+<td>{{if .PreviousKeyUsed.IsZero}}not since start{{else}}{{.PreviousKeyUsed.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p>none: every merchant accepts its current key and secret only</p>{{end}}
 <h2>Legacy operations called since start</h2>
 <p>What each merchant still calls over SOAP (and must port before it can leave it).</p>
 {{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
@@ -431,6 +439,7 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 		"Dependencies": []dep{{"gateway", gw}, {"store", st}},
 		"Outbox":       outbox, "OutboxAt": at, "OutboxRead": read,
 		"Merchants": ms, "Attempts": a.m.Attempts(), "Failures": a.m.RecentFailures(),
+		"Overlaps": a.m.KeyOverlapList(),
 	}); err != nil {
 		a.log.Warn("status page", zap.Error(err))
 	}
@@ -522,6 +531,16 @@ func (h adminHosts) guard(next http.Handler, log *zap.Logger) http.Handler {
 		fmt.Fprintf(w, "admin listener: Host %q is not one of this listener's names; it answers under an IP address, localhost, "+
 			"the host of admin_listen or a name listed in admin_hosts (SOAPBRIDGE_ADMIN_HOSTS), so that no other web page can read it\n", host)
 	})
+}
+
+// keyOverlaps are the core's merchants in key overlap, for the metrics and
+// the status page.
+func keyOverlaps(os []operations.KeyOverlap) []metrics.KeyOverlap {
+	out := make([]metrics.KeyOverlap, len(os))
+	for i, o := range os {
+		out[i] = metrics.KeyOverlap(o)
+	}
+	return out
 }
 
 // startAdmin serves the admin listener and runs the dependency probes

@@ -222,6 +222,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	met.KeyOverlaps(func() []metrics.KeyOverlap { return keyOverlaps(svc.KeyOverlaps()) })
 	guard := &guardHolder{}
 	g, err := newGuard(cfg, proxies, met, log)
 	if err != nil {

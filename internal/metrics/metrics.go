@@ -41,7 +41,8 @@ var results = []string{"ok", "client_fault", "server_fault", "denied", "rate_lim
 // to a replica's exposition (with merchant labels on): a calls counter per
 // result, a signature-failures counter and an unmapped-channels counter.
 // The usage record's last-call gauge adds one more once the merchant has
-// called. Held by a test.
+// called, and the key overlap gauge one while a rotation of the merchant's
+// keys is under way. Held by a test.
 const MerchantSeriesMax = 7
 
 // Goid stand-ins in the call map: a call without a goid (touch,
@@ -154,6 +155,9 @@ type Metrics struct {
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
+
+	// overlaps lists the merchants in key overlap (keyoverlap.go).
+	overlaps atomic.Pointer[func() []KeyOverlap]
 }
 
 // perMerchant is what the hot path resolves per merchant.
