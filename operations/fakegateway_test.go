@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,8 @@ type fakeGateway struct {
 	mu        sync.Mutex
 	next      int64
 	payments  map[int64]*restbackend.Payment
+	// callbacks are the callback URLs each payment was created with.
+	callbacks map[int64]*restbackend.Callback
 	refunds   map[int64][]restbackend.Refund
 	calls     []string
 	fail      map[string]error
@@ -98,6 +101,10 @@ func (g *fakeGateway) CreatePayment(_ context.Context, _ restbackend.Credentials
 		OrderNumber: req.OrderNumber, Target: &req.Target, GwURL: fmt.Sprint("https://gw.example/", id), Payer: req.Payer,
 		AdditionalParams: req.AdditionalParams, Recurrence: req.Recurrence}
 	g.payments[id] = p
+	if g.callbacks == nil {
+		g.callbacks = map[int64]*restbackend.Callback{}
+	}
+	g.callbacks[id] = req.Callback
 	if err != nil {
 		return nil, err
 	}
@@ -238,4 +245,17 @@ func fakeService(t *testing.T) (*Service, *fakeGateway, store.Store) {
 	s, err := New(cfg)
 	require.NoError(t, err)
 	return s, gw, st
+}
+
+// returnToken is the return token the bridge gave the gateway for payment id
+// (the store keeps only its hash).
+func (g *fakeGateway) returnToken(t *testing.T, id int64) string {
+	t.Helper()
+	g.mu.Lock()
+	cb := g.callbacks[id]
+	g.mu.Unlock()
+	require.NotNil(t, cb, "payment %d created with callbacks", id)
+	u, err := url.Parse(cb.ReturnURL)
+	require.NoError(t, err)
+	return u.Query().Get(CallbackTokenParam)
 }

@@ -150,9 +150,7 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	}
 	returnTo := func(id int64) url.Values {
 		t.Helper()
-		sess, err := st.Session(bg, id)
-		require.NoError(t, err)
-		loc, err := s.ReturnURL(bg, m, id, sess.ReturnToken)
+		loc, err := s.ReturnURL(bg, m, id, gw.returnToken(t, id))
 		require.NoError(t, err)
 		u, err := url.Parse(loc)
 		require.NoError(t, err)
@@ -177,23 +175,16 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 
 	gw.payments[newer].State = restbackend.StatePaid
 	assert.True(t, identity(newSecureKey, returnTo(newer)), "the new payment returns signed with the key it was created with")
-	require.NoError(t, s.AcceptNotification(bg, m, newer, mustToken(t, st, newer)))
+	require.NoError(t, s.AcceptNotification(bg, m, newer, gw.returnToken(t, newer)))
 	assert.True(t, identity(newSecureKey, deliver()), "and is notified so")
 
 	gw.payments[older].State = restbackend.StatePaid
 	statusWith(newSecureKey, older)
 	assert.True(t, identity(testSecureKey, returnTo(older)), "the old payment keeps its key while it is in force")
-	require.NoError(t, s.AcceptNotification(bg, m, older, mustToken(t, st, older)))
+	require.NoError(t, s.AcceptNotification(bg, m, older, gw.returnToken(t, older)))
 	// Queued now, sent once the old key's overlap has ended.
 	clk.add(25 * time.Hour)
 	assert.True(t, identity(newSecureKey, deliver()), "signed when sent: the old key has ended")
-}
-
-func mustToken(t *testing.T, st Store, id int64) string {
-	t.Helper()
-	sess, err := st.Session(bg, id)
-	require.NoError(t, err)
-	return sess.ReturnToken
 }
 
 // A payment saved before its key was kept (no KeyID) falls back to the
