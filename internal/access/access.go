@@ -270,7 +270,9 @@ func (g *Guard) Use(rs *RuleSet) {
 			g.buckets[goid] = b
 		}
 		b.relimit(p.rate, p.burst)
-		p.bucket = b
+		if p.bucket == nil { // set once: a set used again already has it (buckets are never replaced)
+			p.bucket = b
+		}
 	}
 	g.rules.Store(rs)
 }

@@ -267,3 +267,45 @@ func TestUseCarriesStateOver(t *testing.T) {
 	_, limited = IsDenied(g.Spend(7))
 	assert.True(t, limited, "its drained bucket is back")
 }
+
+// Calls checked and spent while reloads swap the rules and the shares are
+// posted (run under -race): every call sees one rule set whole.
+func TestUseWhileServing(t *testing.T) {
+	a := map[int64]Rules{7: {RateLimit: 1000, RateBurst: 10}, 2: {BasicUser: "u", BasicPassword: "p"}}
+	b := map[int64]Rules{7: {RateLimit: 500, RateBurst: 5}, 9: {RateLimit: 1}}
+	g, err := NewGuard(a, Options{LoginFailuresPerMinute: 5})
+	require.NoError(t, err)
+	ra, err := Compile(a)
+	require.NoError(t, err)
+	rb, err := Compile(b)
+	require.NoError(t, err)
+	board := newFakeBoard()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = g.Admit(basicReq("203.0.113.9:1", "", "u", "guess"), 2)
+				_ = g.Spend(7)
+				_ = g.Spend(9)
+				_ = g.RateShares()
+			}
+		})
+	}
+	for i := range 200 {
+		if i%2 == 0 {
+			g.Use(rb)
+		} else {
+			g.Use(ra)
+		}
+		require.NoError(t, g.ShareRates(context.Background(), board.of("a")))
+	}
+	close(stop)
+	wg.Wait()
+	assert.Equal(t, []int64{7}, g.RateLimited(), "the last set in force")
+}
