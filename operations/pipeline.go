@@ -38,8 +38,9 @@ type Operation interface {
 }
 
 // Invoke serves one call of op; in is a *Input (nil for an operation
-// without input). The error is a *ServerError (or an internal one): every
-// refusal is a reply.
+// without input). The error is a *ServerError (or an internal one), or the
+// error of the ctx's Admission (admission.go) that refused the verified
+// call: every other refusal is a reply.
 func (s *Service) Invoke(ctx context.Context, op Operation, in any) (any, error) {
 	return op.invoke(ctx, s, in)
 }
@@ -191,11 +192,13 @@ func (s *Service) recordUse(ctx context.Context, c *call, result string, in any)
 		ev.Result = usage.ResultRefused
 	case resultServerError:
 		ev.Result = usage.ResultServerFault
+	case resultDenied:
+		ev.Result = usage.ResultDenied
 	}
 	if c.goid != nil {
 		ev.GoID = *c.goid
 	}
-	if c.known {
+	if c.known && result != resultDenied {
 		if _, none := in.(*noInput); !none {
 			ev.Features, ev.Retired = c.m.LegacyUses(c.op, in)
 		}
@@ -209,6 +212,7 @@ const (
 	resultRefused      = "refused"       // answered with a failure reply
 	resultBadSignature = "bad_signature" // refused: the signature does not verify
 	resultServerError  = "server_error"  // a fault: the bridge or the gateway failed
+	resultDenied       = "denied"        // verified, then refused by the adapter's Admission (rate limit)
 )
 
 func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, result string, err error) {
@@ -236,6 +240,11 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 	if r.auth != nil {
 		if rf := c.authenticate(ctx, r.auth(in)); rf != nil {
 			return refused(rf)
+		}
+		// Verified: only now may the call spend its merchant's rate.
+		if err := c.admit(ctx); err != nil {
+			var zero Out
+			return zero, resultDenied, err
 		}
 	}
 	if r.check != nil {
@@ -330,7 +339,7 @@ type CallOutcome struct {
 	// GoID is the configured merchant the call was for; 0 when it named
 	// none the bridge knows (so that no client can grow a label set).
 	GoID     int64
-	Result   string // ok, refused, bad_signature or server_error
+	Result   string // ok, refused, bad_signature, server_error or denied
 	Duration time.Duration
 }
 

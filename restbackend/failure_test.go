@@ -428,6 +428,30 @@ func TestTokenPerCredentials(t *testing.T) {
 	assert.Equal(t, 2, g.tokenCount())
 }
 
+// KeepTokens (a reload) forgets the tokens of every credentials not
+// kept: the next call with them asks for a new token; the kept ones stay.
+func TestKeepTokensEvictsRemovedCredentials(t *testing.T) {
+	g := newFakeGateway(t)
+	c := g.client()
+	a, err := c.Token(bg, testCreds)
+	require.NoError(t, err)
+	b, err := c.Token(bg, otherCreds)
+	require.NoError(t, err)
+	c.KeepTokens([]restbackend.Credentials{testCreds})
+	a2, err := c.Token(bg, testCreds)
+	require.NoError(t, err)
+	assert.Equal(t, a, a2, "kept")
+	assert.Equal(t, 2, g.tokenCount())
+	b2, err := c.Token(bg, otherCreds)
+	require.NoError(t, err)
+	assert.NotEqual(t, b, b2, "evicted: fetched again")
+	assert.Equal(t, 3, g.tokenCount())
+	c.KeepTokens(nil)
+	_, err = c.Token(bg, testCreds)
+	require.NoError(t, err)
+	assert.Equal(t, 4, g.tokenCount())
+}
+
 // The cache honours expires_in, replacing a token shortly before it
 // expires (a tenth of its lifetime, at most 60 s, early).
 func TestTokenExpiry(t *testing.T) {

@@ -50,6 +50,25 @@ func (c *Client) dropToken(key, tok string) {
 	}
 }
 
+// KeepTokens forgets the cached tokens of every credentials but keep's
+// (a reload passes the merchants in force): no token of a removed
+// merchant, or of a secret a rotation ended, stays in memory. A token
+// being fetched meanwhile for credentials no longer kept is cached still,
+// until it expires or the next KeepTokens.
+func (c *Client) KeepTokens(keep []Credentials) {
+	keys := make(map[string]bool, len(keep))
+	for _, cr := range keep {
+		keys[c.tokenKey(cr)] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.tokens {
+		if !keys[k] {
+			delete(c.tokens, k)
+		}
+	}
+}
+
 // token returns the cached token for key or fetches one; concurrent callers
 // share one token request, each waiting only as long as its own ctx allows.
 func (c *Client) token(ctx context.Context, cr Credentials, key string) (string, error) {

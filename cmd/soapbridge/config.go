@@ -83,7 +83,7 @@ type Config struct {
 
 	UsageFlushInterval time.Duration `yaml:"usage_flush_interval" help:"how often each replica adds its usage record (what each merchant still uses, for soapbridge report) to the database; a crash loses at most one interval (0: no usage record)"`
 
-	MetricsMerchantLabels bool `yaml:"metrics_merchant_labels" help:"per-merchant metric series (label goid, at most 8 per merchant); false: none, whatever the number of merchants"`
+	MetricsMerchantLabels bool `yaml:"metrics_merchant_labels" help:"per-merchant metric series (label goid, at most 8 per merchant, 9 with a rate_limit); false: none, whatever the number of merchants"`
 
 	Merchants []Merchant `yaml:"merchants"`
 

@@ -223,14 +223,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	met.KeyOverlaps(func() []metrics.KeyOverlap { return keyOverlaps(svc.KeyOverlaps()) })
-	guard := &guardHolder{}
-	g, err := newGuard(cfg, proxies, met, log)
+	// One Guard for the process: a reload hands it new rules, and what
+	// must outlive a reload (token buckets, wrong-password counts, rate
+	// demand and shares) stays in it.
+	guard, err := newGuard(cfg, proxies, met, log)
 	if err != nil {
 		return err
 	}
-	sharing, stopSharing := startRateSharing(ctx, cfg, rawStore, guard.g.Load, log.Named("access"))
-	sharing.adopt(ctx, g)
-	guard.g.Store(g)
+	sharing, stopSharing := startRateSharing(ctx, cfg, rawStore, guard, log.Named("access"))
+	sharing.adopt(ctx, guard)
+	met.RateShares(guard.RateShares)
 	closers = append(closers, stopSharing)
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
@@ -277,36 +279,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopReloads(); reloads.Wait(); stopProbe(); probeDone.Wait() }()
 	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(cur, next Config) error {
-		// Everything that can refuse comes before anything changes. While
-		// the core changes, the guard holds the rules of every merchant of
-		// either set, so that no call of a merchant added or removed is
-		// served without its allowed_networks and Basic auth.
+		// Built and validated whole before anything changes: the core's
+		// merchants, and the guard's rules for next and for the interim
+		// set of every merchant of either, which the guard holds while
+		// the core changes, so that no call of a merchant added or
+		// removed is served without its allowed_networks and Basic auth.
 		if ps := svc.CheckMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
 			return coreProblems(next, ps)
 		}
-		g, err := newGuard(next, proxies, met, log)
+		rules, err := access.Compile(merchantRules(next.Merchants, log))
 		if err != nil {
 			return err // validated: not expected
 		}
 		_, removed, _ := merchantChanges(cur.Merchants, next.Merchants)
-		either := next
-		either.Merchants = append(slices.Clone(next.Merchants), merchantsOf(cur.Merchants, removed)...)
-		interim, err := newGuard(either, proxies, met, zap.NewNop())
+		interim, err := access.Compile(merchantRules(append(slices.Clone(next.Merchants), merchantsOf(cur.Merchants, removed)...), nil))
 		if err != nil {
 			return err
 		}
-		sharing.adopt(context.WithoutCancel(ctx), g) // its share of each rate before it serves
+		// The swap: one atomic store each, the guard's rules re-limiting
+		// the buckets it keeps.
+		old := guard.Rules()
+		guard.Use(interim)
+		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+			guard.Use(old)
+			return coreProblems(next, ps)
+		}
+		guard.Use(rules)
+		// In force. Only now what others see of it: the metrics' and the
+		// usage record's merchants, the embedded sandbox's merchants, and
+		// the gateway tokens of credentials no merchant has any more
+		// forgotten. No rate demand is posted here: the next regular post
+		// (within access.ShareInterval) carries this replica's demand on.
+		met.SetMerchants(goidsOf(next.Merchants))
+		configured.set(goidsOf(next.Merchants))
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
-		old := guard.g.Swap(interim)
-		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
-			guard.g.Store(old)
-			return coreProblems(next, ps)
-		}
-		guard.g.Store(g)
-		met.SetMerchants(goidsOf(next.Merchants))
-		configured.set(goidsOf(next.Merchants))
+		gw.KeepTokens(credentialsOf(next.Merchants))
 		return nil
 	}, counted: met.ConfigReloaded, applied: func(fresh []Merchant) {
 		probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, fresh, "after a reload", log.Named("gateway")) })
@@ -384,17 +393,33 @@ func goidsOf(ms []Merchant) []int64 {
 // newGuard compiles the merchants' caller rules and warns about every
 // merchant whose SOAP calls anyone may make.
 func newGuard(cfg Config, proxies *access.Proxies, met *metrics.Metrics, log *zap.Logger) (*access.Guard, error) {
-	rules := make(map[int64]access.Rules, len(cfg.Merchants))
-	for _, m := range cfg.Merchants {
+	return access.NewGuard(merchantRules(cfg.Merchants, log), access.Options{Proxies: proxies, LoginFailuresPerMinute: cfg.AuthFailures,
+		OnLoginRefused: met.LoginRefused})
+}
+
+// merchantRules are the caller rules of ms by goid; when log is set, it is
+// warned about every merchant whose SOAP calls anyone may make.
+func merchantRules(ms []Merchant, log *zap.Logger) map[int64]access.Rules {
+	rules := make(map[int64]access.Rules, len(ms))
+	for _, m := range ms {
 		rules[m.GoID] = m.Rules
-		if m.Open() {
+		if m.Open() && log != nil {
 			log.Warn("merchant accepts SOAP calls from anyone: whoever holds a customer's pay-full-v2 link (its paymentSession "+
 				"signature) can refund, void or capture that payment; set allowed_networks or basic_user/basic_password "+
 				"(docs/operations.md#security)", zap.Int64("goid", m.GoID))
 		}
 	}
-	return access.NewGuard(rules, access.Options{Proxies: proxies, LoginFailuresPerMinute: cfg.AuthFailures,
-		OnLoginRefused: met.LoginRefused})
+	return rules
+}
+
+// credentialsOf are the gateway credentials of ms: as calls use them (the
+// previous secret included) and as the start's probe does (without).
+func credentialsOf(ms []Merchant) []restbackend.Credentials {
+	out := make([]restbackend.Credentials, 0, 2*len(ms))
+	for _, m := range ms {
+		out = append(out, m.Credentials(), restbackend.Credentials{ClientID: m.ClientID, ClientSecret: m.ClientSecret})
+	}
+	return out
 }
 
 // runPurge deletes rows past their retention every interval until ctx

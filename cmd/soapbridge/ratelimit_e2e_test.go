@@ -31,14 +31,13 @@ const (
 )
 
 // hammer sends paymentStatus calls for the demo merchant from workers
-// goroutines to url for d (the signature is wrong on purpose: the call is
-// admitted or refused by the rate before the core looks at it, and costs
-// no gateway call). It returns the admitted calls by the replica that
+// goroutines to url for d (correctly signed: only a verified call spends
+// the merchant's rate; an admitted one then reads the unknown payment at
+// the gateway). It returns the admitted calls by the replica that
 // answered (X-Served-By; "direct" without a balancer), the refused ones,
 // and how long the phase took.
 func hammer(t *testing.T, url string, workers int, d time.Duration) (map[string]int, int, time.Duration) {
-	body := `<paymentSessionInfo xsi:type="ns2:EPaymentSessionInfo">` + str("encryptedSignature", "00") +
-		long("paymentSessionId", "3000000001") + long("targetGoId", demoGoID) + `</paymentSessionInfo>`
+	body := statusBody(t, "3000000001")
 	var mu sync.Mutex
 	admitted, refused := map[string]int{}, 0
 	var wg sync.WaitGroup

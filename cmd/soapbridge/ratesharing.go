@@ -27,11 +27,12 @@ type rateSharing struct {
 }
 
 // startRateSharing starts posting, every access.ShareInterval, the demand
-// of the Guard current returns (a reload swaps it). It returns the sharing
-// (adopt gives a new Guard its shares) and the function that stops it at
-// shutdown, withdrawing this replica's posts so that the others take over
-// its shares at once.
-func startRateSharing(ctx context.Context, cfg Config, st store.Store, current func() *access.Guard, log *zap.Logger) (*rateSharing, func()) {
+// of g, the process's Guard (a reload hands it new rules; its demand
+// counts and shares carry on). It returns the sharing (adopt gives g its
+// first shares at start) and the function that stops it at shutdown,
+// withdrawing this replica's posts so that the others take over its
+// shares at once.
+func startRateSharing(ctx context.Context, cfg Config, st store.Store, g *access.Guard, log *zap.Logger) (*rateSharing, func()) {
 	r := &rateSharing{maxReplicas: cfg.MaxReplicas, log: log}
 	board, shared := store.RateBoardOf(st)
 	if !shared {
@@ -61,10 +62,6 @@ func startRateSharing(ctx context.Context, cfg Config, st store.Store, current f
 				return
 			case <-t.C:
 			}
-			g := current()
-			if g == nil {
-				continue
-			}
 			if err := g.ShareRates(sharingCtx, r.post); err != nil && sharingCtx.Err() == nil && time.Since(lastWarn) >= time.Minute {
 				lastWarn = time.Now() // one line a minute while the store is down
 				log.Warn("per-merchant rate limits: posting the demand failed; the shares stay as they were", zap.Error(err))
@@ -82,8 +79,10 @@ func startRateSharing(ctx context.Context, cfg Config, st store.Store, current f
 	}
 }
 
-// adopt gives g, before it serves (at start, or a reload's new Guard), its
-// shares of the merchants' rates: 1/max_replicas, then what one post says.
+// adopt gives g, before it serves (at start), its shares of the
+// merchants' rates: 1/max_replicas, then what one post says. A reload
+// does not adopt again: the shares carry on, and a merchant it adds
+// starts at 1/max_replicas until the next post.
 func (r *rateSharing) adopt(ctx context.Context, g *access.Guard) {
 	limited := g.RateLimited()
 	if r.post == nil || len(limited) == 0 {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -16,7 +15,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
 )
 
@@ -195,9 +193,3 @@ func fileSum(file string) [sha256.Size]byte {
 	}
 	return sha256.Sum256(b)
 }
-
-// guardHolder is the SOAP adapter's Guard, swapped whole by a reload (a
-// merchant's networks, credentials and rate may change).
-type guardHolder struct{ g atomic.Pointer[access.Guard] }
-
-func (h *guardHolder) Admit(req *http.Request, goid int64) error { return h.g.Load().Admit(req, goid) }

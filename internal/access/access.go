@@ -9,8 +9,18 @@
 // refund or void that payment; these rules close that without any change
 // on the e-shop's side beyond its client's login settings.
 //
-// It knows HTTP requests but neither SOAP nor the legacy operations: the
-// SOAP adapter asks it once it has decoded the goid of a call.
+// It knows HTTP requests but neither SOAP nor the legacy operations. The
+// SOAP adapter asks it in two stages: Admit (networks, credentials) once it
+// has decoded the goid of a call, before the core looks at the call; Spend
+// (the rate) only once the core has verified the call's signature, so that
+// a forged call never uses up a merchant's rate nor counts as its demand.
+//
+// A Guard lives as long as the process: a reload hands it new rules (Use),
+// swapped in whole, while what must outlive a reload stays in tables keyed
+// by goid or by address and is re-limited, not recreated: each merchant's
+// token bucket (tokens kept), its demand count and its share of the
+// cluster's rate (rates.go), and every address's count of wrong passwords
+// (logins.go).
 package access
 
 import (
@@ -23,6 +33,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/time/rate"
@@ -101,15 +112,61 @@ func (d *Denied) Error() string { return d.Msg }
 
 // policy is one merchant's compiled rules.
 type policy struct {
-	nets    []netip.Prefix
-	user    []byte
-	pwHash  [32]byte // compared as hashes: constant time whatever the lengths
+	nets   []netip.Prefix
+	user   []byte
+	pwHash [32]byte // compared as hashes: constant time whatever the lengths
+	rate   float64  // calls per second; 0: no limit
+	burst  int
+	// bucket is the merchant's token bucket, from the Guard's long-lived
+	// table (nil: no limit). Set when the rules are put in force (Use).
+	bucket *bucket
+}
+
+// bucket is one merchant's rate state. It outlives the rules: a reload
+// re-limits it (new rate and burst, tokens kept), it is never rebuilt.
+type bucket struct {
 	limiter *rate.Limiter
-	rate    float64
-	burst   int
 	// calls counts the calls that reached the rate check since the last
 	// share of the rate (rates.go): this process's demand.
 	calls atomic.Int64
+
+	mu    sync.Mutex // rate, burst and share, and their setting on limiter
+	rate  float64
+	burst int
+	share float64 // the part of the merchant's rate this process enforces
+}
+
+// RuleSet is every merchant's rules, compiled and validated whole
+// (Compile); a Guard puts one in force at once (Use).
+type RuleSet struct {
+	policies map[int64]*policy
+}
+
+// Compile validates and compiles the rules by goid. Nothing is in force
+// until a Guard uses the set.
+func Compile(rules map[int64]Rules) (*RuleSet, error) {
+	rs := &RuleSet{policies: map[int64]*policy{}}
+	for goid, r := range rules {
+		if ps := r.Problems(); len(ps) > 0 {
+			return nil, fmt.Errorf("merchant %d: %s", goid, ps[0].Msg)
+		}
+		p := &policy{rate: r.RateLimit}
+		p.nets, _ = ParseNetworks(r.AllowedNetworks)
+		if r.BasicUser != "" {
+			p.user = []byte(r.BasicUser)
+			p.pwHash = sha256.Sum256([]byte(r.BasicPassword))
+		}
+		if r.RateLimit > 0 {
+			p.burst = r.RateBurst
+			if p.burst <= 0 {
+				p.burst = max(1, int(2*r.RateLimit))
+			}
+		}
+		if len(p.nets) > 0 || p.user != nil || p.rate > 0 {
+			rs.policies[goid] = p
+		}
+	}
+	return rs, nil
 }
 
 // Proxies tells the address a request comes from: the connection's peer,
@@ -159,13 +216,19 @@ const (
 // use.
 type Guard struct {
 	*Proxies
-	policies map[int64]*policy
-	logins   *loginLimiter // nil: no limit
-	onLogin  func(string)
-	share    sharing // rates.go
+	rules   atomic.Pointer[RuleSet] // in force: swapped whole by Use
+	logins  *loginLimiter           // nil: no limit; long-lived, keyed by address
+	onLogin func(string)
+
+	mu sync.Mutex // serializes Use and AssumeReplicas; guards buckets and firstShare
+	// buckets are the merchants' token buckets by goid, kept across rule
+	// sets (a merchant removed and added again gets its bucket back).
+	buckets    map[int64]*bucket
+	firstShare float64 // a new bucket's share (AssumeReplicas); 1 by default
+	share      sharing // rates.go
 }
 
-// NewGuard compiles the rules by goid.
+// NewGuard compiles the rules by goid and puts them in force.
 func NewGuard(rules map[int64]Rules, o Options) (*Guard, error) {
 	if o.Proxies == nil {
 		o.Proxies = &Proxies{}
@@ -173,44 +236,66 @@ func NewGuard(rules map[int64]Rules, o Options) (*Guard, error) {
 	if o.LoginFailuresPerMinute < 0 {
 		return nil, fmt.Errorf("login failures per minute: %d is negative", o.LoginFailuresPerMinute)
 	}
-	g := &Guard{Proxies: o.Proxies, policies: map[int64]*policy{}, onLogin: o.OnLoginRefused}
+	rs, err := Compile(rules)
+	if err != nil {
+		return nil, err
+	}
+	g := &Guard{Proxies: o.Proxies, onLogin: o.OnLoginRefused, buckets: map[int64]*bucket{}, firstShare: 1}
 	if o.LoginFailuresPerMinute > 0 {
 		g.logins = newLoginLimiter(o.LoginFailuresPerMinute)
 	}
 	if g.onLogin == nil {
 		g.onLogin = func(string) {}
 	}
-	for goid, r := range rules {
-		if ps := r.Problems(); len(ps) > 0 {
-			return nil, fmt.Errorf("merchant %d: %s", goid, ps[0].Msg)
-		}
-		p := &policy{rate: r.RateLimit}
-		p.nets, _ = ParseNetworks(r.AllowedNetworks)
-		if r.BasicUser != "" {
-			p.user = []byte(r.BasicUser)
-			p.pwHash = sha256.Sum256([]byte(r.BasicPassword))
-		}
-		if r.RateLimit > 0 {
-			p.burst = r.RateBurst
-			if p.burst <= 0 {
-				p.burst = max(1, int(2*r.RateLimit))
-			}
-			p.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), p.burst)
-		}
-		if len(p.nets) > 0 || p.user != nil || p.limiter != nil {
-			g.policies[goid] = p
-		}
-	}
+	g.Use(rs)
 	return g, nil
 }
 
-// Admit checks a call for goid arriving as req. A goid without rules (or
-// not configured at all: the core answers for it) is admitted. The order
-// is network, credentials, rate: a refused caller does not use up the
-// merchant's rate. An address that made too many wrong logins is refused
-// before its credentials are compared.
+// Use puts rs in force: one atomic swap of the rules. The merchants'
+// buckets are re-limited to rs's rates and bursts, keeping their tokens,
+// their demand count and their share; a merchant new to the Guard gets a
+// full bucket at the share AssumeReplicas set. The counts of wrong
+// passwords are the Guard's and stay as they are. rs may be used again
+// (a refused reload puts the set in force back), by this Guard only.
+func (g *Guard) Use(rs *RuleSet) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for goid, p := range rs.policies {
+		if p.rate <= 0 {
+			continue
+		}
+		b := g.buckets[goid]
+		if b == nil {
+			b = &bucket{limiter: rate.NewLimiter(rate.Limit(p.rate), p.burst), share: g.firstShare}
+			g.buckets[goid] = b
+		}
+		b.relimit(p.rate, p.burst)
+		if p.bucket == nil { // set once: a set used again already has it (buckets are never replaced)
+			p.bucket = b
+		}
+	}
+	g.rules.Store(rs)
+}
+
+// Rules is the rule set in force: what a refused reload puts back (Use).
+func (g *Guard) Rules() *RuleSet { return g.rules.Load() }
+
+// relimit makes b enforce its share of rate and burst; its tokens stay
+// (no more than the new burst).
+func (b *bucket) relimit(r float64, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rate, b.burst = r, burst
+	b.apply()
+}
+
+// Admit checks the access rules of a call for goid arriving as req: the
+// networks, then the credentials. A goid without rules (or not configured
+// at all: the core answers for it) is admitted. An address that made too
+// many wrong logins is refused before its credentials are compared. The
+// rate is not Admit's: it is spent (Spend) once the call is verified.
 func (g *Guard) Admit(req *http.Request, goid int64) error {
-	p := g.policies[goid]
+	p := g.rules.Load().policies[goid]
 	if p == nil {
 		return nil
 	}
@@ -246,12 +331,22 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 			return &Denied{GoID: goid, Msg: "access denied: wrong HTTP Basic credentials for goid " + strconv.FormatInt(goid, 10)}
 		}
 	}
-	if p.limiter != nil {
-		p.calls.Add(1)
-		if !p.limiter.Allow() {
-			return &Denied{GoID: goid, RateLimit: true, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
-				" may make at most " + strconv.FormatFloat(p.rate, 'f', -1, 64) + " calls per second; retry later"}
-		}
+	return nil
+}
+
+// Spend takes one call from goid's rate and counts it as this process's
+// demand (rates.go), or refuses the call when the rate is used up. Only a
+// call whose signature verified may spend: whatever a stranger sends
+// then neither uses up the merchant's rate nor moves the cluster's shares.
+func (g *Guard) Spend(goid int64) error {
+	p := g.rules.Load().policies[goid]
+	if p == nil || p.bucket == nil {
+		return nil
+	}
+	p.bucket.calls.Add(1)
+	if !p.bucket.limiter.Allow() {
+		return &Denied{GoID: goid, RateLimit: true, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
+			" may make at most " + strconv.FormatFloat(p.rate, 'f', -1, 64) + " calls per second; retry later"}
 	}
 	return nil
 }

@@ -67,11 +67,20 @@ func TestAdmit(t *testing.T) {
 		assert.NotContains(t, err.Error(), "secret-pw")
 	}
 
-	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
-	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
-	d, ok = IsDenied(g.Admit(req("1.1.1.1:1", "", "", ""), 3))
+	// The rate is not the access rules': Admit never spends it, Spend
+	// (once the core verified the call) does.
+	for range 5 {
+		assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
+	}
+	assert.NoError(t, g.Spend(3))
+	assert.NoError(t, g.Spend(3))
+	d, ok = IsDenied(g.Spend(3))
 	require.True(t, ok)
 	assert.True(t, d.RateLimit)
+	assert.Equal(t, "rate limit exceeded: goid 3 may make at most 1 calls per second; retry later", d.Msg)
+	for _, goid := range []int64{1, 2, 4, 99} {
+		assert.NoError(t, g.Spend(goid), "goid %d has no rate limit", goid)
+	}
 
 	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 4))
 	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 99), "an unknown goid is the core's to answer")

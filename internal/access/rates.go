@@ -63,8 +63,8 @@ type sharing struct {
 // RateLimited lists the goids with a rate limit, in order.
 func (g *Guard) RateLimited() []int64 {
 	var out []int64
-	for goid, p := range g.policies {
-		if p.limiter != nil {
+	for goid, p := range g.rules.Load().policies {
+		if p.bucket != nil {
 			out = append(out, goid)
 		}
 	}
@@ -75,18 +75,21 @@ func (g *Guard) RateLimited() []int64 {
 // AssumeReplicas gives every rate-limited merchant a share of 1/n: what a
 // replica enforces before it has heard from the others (n the most
 // replicas that may run), so that the cluster stays within each rate even
-// then.
+// then. A merchant a later reload adds starts at that share too; the
+// shares of the others are carried over by a reload.
 func (g *Guard) AssumeReplicas(n int) {
-	for _, p := range g.policies {
-		if p.limiter != nil {
-			p.setShare(1 / float64(max(1, n)))
-		}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.firstShare = 1 / float64(max(1, n))
+	for _, b := range g.buckets {
+		b.setShare(g.firstShare)
 	}
 }
 
 // ShareRates posts this replica's demand to board and sets its shares
 // from the cluster's (see above). On an error the shares stay as they
-// were.
+// were. The demand is the calls counted since the previous post, which a
+// reload does not reset: the first post after one carries on.
 func (g *Guard) ShareRates(ctx context.Context, board RateBoard) error {
 	g.share.mu.Lock()
 	defer g.share.mu.Unlock()
@@ -96,16 +99,17 @@ func (g *Guard) ShareRates(ctx context.Context, board RateBoard) error {
 		g.share.started, elapsed = true, 0
 	}
 	posted := map[int64]float64{}
-	for goid, p := range g.policies {
-		if p.limiter == nil {
+	buckets := map[int64]*bucket{}
+	for goid, p := range g.rules.Load().policies {
+		if p.bucket == nil {
 			continue
 		}
-		calls := float64(p.calls.Swap(0))
+		calls := float64(p.bucket.calls.Swap(0))
 		d := 0.0
 		if elapsed > 0 {
 			d = calls / elapsed
 		}
-		posted[goid] = d
+		posted[goid], buckets[goid] = d, p.bucket
 	}
 	g.share.last = now
 	if len(posted) == 0 {
@@ -120,39 +124,64 @@ func (g *Guard) ShareRates(ctx context.Context, board RateBoard) error {
 		if !ok {
 			continue
 		}
-		p := g.policies[goid]
-		floor := floorShare * p.rate
-		n := max(1, c.Replicas)
-		total := max(c.Demand, d) + float64(n)*floor
-		share, cur := (d+floor)/total, p.share()
-		if share > cur {
-			// Grow by half the way at each post, shrink at once: the
-			// others' demand read now is up to an interval old, and a
-			// replica that sees its demand rise first would otherwise take
-			// the whole rate while the others still hold theirs.
-			share = cur + (share-cur)/2
-		}
-		p.setShare(share)
+		buckets[goid].follow(d, c)
 	}
 	return nil
+}
+
+// follow sets b's share from its demand d and the cluster's.
+func (b *bucket) follow(d float64, c ClusterDemand) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	floor := floorShare * b.rate
+	n := max(1, c.Replicas)
+	total := max(c.Demand, d) + float64(n)*floor
+	share, cur := (d+floor)/total, b.share
+	if share > cur {
+		// Grow by half the way at each post, shrink at once: the others'
+		// demand read now is up to an interval old, and a replica that
+		// sees its demand rise first would otherwise take the whole rate
+		// while the others still hold theirs.
+		share = cur + (share-cur)/2
+	}
+	b.share = min(1, max(0, share))
+	b.apply()
 }
 
 // RateShare is the part of goid's rate this replica enforces now (1 for
 // a merchant without a limit or before any sharing).
 func (g *Guard) RateShare(goid int64) float64 {
-	p := g.policies[goid]
-	if p == nil || p.limiter == nil {
+	p := g.rules.Load().policies[goid]
+	if p == nil || p.bucket == nil {
 		return 1
 	}
-	return p.share()
+	p.bucket.mu.Lock()
+	defer p.bucket.mu.Unlock()
+	return p.bucket.share
 }
 
-func (p *policy) share() float64 { return float64(p.limiter.Limit()) / p.rate }
+// RateShares is RateShare of every rate-limited merchant (the metric
+// soapbridge_rate_share).
+func (g *Guard) RateShares() map[int64]float64 {
+	out := map[int64]float64{}
+	for _, goid := range g.RateLimited() {
+		out[goid] = g.RateShare(goid)
+	}
+	return out
+}
 
-// setShare makes the local bucket enforce share of the merchant's rate
-// and burst (at least one call at once).
-func (p *policy) setShare(share float64) {
-	share = min(1, max(0, share))
-	p.limiter.SetLimit(rate.Limit(p.rate * share))
-	p.limiter.SetBurst(max(1, int(math.Round(float64(p.burst)*share))))
+// setShare makes b enforce share of the merchant's rate and burst.
+func (b *bucket) setShare(share float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.share = min(1, max(0, share))
+	b.apply()
+}
+
+// apply sets the limiter to the share of the rate and of the burst (at
+// least one call at once). The tokens stay: a drained bucket stays
+// drained. Called with mu held.
+func (b *bucket) apply() {
+	b.limiter.SetLimit(rate.Limit(b.rate * b.share))
+	b.limiter.SetBurst(max(1, int(math.Round(float64(b.burst)*b.share))))
 }

@@ -41,8 +41,9 @@ var results = []string{"ok", "client_fault", "server_fault", "denied", "rate_lim
 // to a replica's exposition (with merchant labels on): a calls counter per
 // result, a signature-failures counter and an unmapped-channels counter.
 // The usage record's last-call gauge adds one more once the merchant has
-// called, and the key overlap gauge one while a rotation of the merchant's
-// keys is under way. Held by a test.
+// called, the key overlap gauge one while a rotation of the merchant's
+// keys is under way, and the rate-share gauge (rateshare.go) one for a
+// merchant with a rate_limit. Held by a test.
 const MerchantSeriesMax = 7
 
 // Goid stand-ins in the call map: a call without a goid (touch,

@@ -35,25 +35,32 @@ type Config struct {
 	// Limits bound the requests Handler reads; soapenc.DefaultLimits() when
 	// zero.
 	Limits soapenc.Limits
-	// Guard, when set, decides whether a call for a goid may proceed; it
-	// is asked once the call's goid is decoded and before the core runs,
-	// so a refused call costs no gateway call. Calls without a goid
-	// (touch, paymentMethodList) move no money and are not asked about.
+	// Guard, when set, decides whether a call for a goid may proceed: its
+	// access rules once the call's goid is decoded and before the core
+	// runs, so a refused call costs no gateway call; its rate only once
+	// the core has verified the call's signature (operations.Admission),
+	// so a forged call spends none of the merchant's rate. Calls without a
+	// goid (touch, paymentMethodList) move no money and are not asked
+	// about.
 	Guard Guard
 	// Observer, when set, is told of every call's outcome (metrics).
 	Observer Observer
 	// Usage, when set, is the usage record: every call's context carries
 	// the client library recognised from the wire (ClientOf) and the
 	// features only the wire shows (a charset), for the core's record of
-	// the call; calls the Guard refuses never reach the core and are
-	// recorded here.
+	// the call; calls the Guard's access rules refuse never reach the core
+	// and are recorded here (its rate's refusals the core records).
 	Usage *usage.Recorder
 }
 
-// Guard admits or refuses a call for goid arriving as req; a refusal is an
-// error whose text the caller may see (it names no secret).
+// Guard admits or refuses a call for goid; a refusal is an error whose
+// text the caller may see (it names no secret).
 type Guard interface {
+	// Admit checks the access rules (networks, credentials) of a call
+	// arriving as req, before the core looks at it.
 	Admit(req *http.Request, goid int64) error
+	// Spend takes the call from goid's rate, once the core verified it.
+	Spend(goid int64) error
 }
 
 // Observer is told of every SOAP call once its reply is decided: the
@@ -221,19 +228,27 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		in = p.Interface()
 	}
 	info.goid = b.goidOf(in)
-	if a.guard != nil && req != nil && info.goid != 0 {
-		if err := a.guard.Admit(req, info.goid); err != nil {
-			info.result = ResultDenied
-			var d *access.Denied
-			if errors.As(err, &d) && d.RateLimit {
-				info.result = ResultRateLimited
-			}
-			logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
-			a.usage.Record(ctx, usage.Event{GoID: info.goid, Operation: name, Result: usage.ResultDenied})
-			return nil, info, clientFault(err.Error())
+	refused := func(err error) *soapenc.Fault {
+		info.result = ResultDenied
+		var d *access.Denied
+		if errors.As(err, &d) && d.RateLimit {
+			info.result = ResultRateLimited
 		}
+		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+		return clientFault(err.Error())
+	}
+	if a.guard != nil && req != nil && info.goid != 0 {
+		// Access rules first; the rate once the core has verified the call.
+		if err := a.guard.Admit(req, info.goid); err != nil {
+			a.usage.Record(ctx, usage.Event{GoID: info.goid, Operation: name, Result: usage.ResultDenied})
+			return nil, info, refused(err)
+		}
+		ctx = operations.WithAdmission(ctx, a.guard.Spend)
 	}
 	out, err := a.svc.Invoke(ctx, b.row, in)
+	if _, ok := access.IsDenied(err); ok {
+		return nil, info, refused(err) // the core recorded it (usage "denied")
+	}
 	if err != nil {
 		info.result = ResultServerFault
 		var se *operations.ServerError

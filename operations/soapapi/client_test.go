@@ -131,6 +131,8 @@ type refuseAll struct{}
 
 func (refuseAll) Admit(*http.Request, int64) error { return errors.New("not from an allowed network") }
 
+func (refuseAll) Spend(int64) error { return nil }
+
 // TestHandlerRecordsRefusedCallsWithClient: with a usage record, a call the
 // Guard refuses (it never reaches the core) is recorded as denied, under
 // the client library recognised from the request.
