@@ -51,7 +51,7 @@ func TestRotationAcceptsBothKeys(t *testing.T) {
 	for _, key := range []string{testSecureKey, newSecureKey} {
 		in := &SessionInfo{TargetGoID: &goid, PaymentSessionID: &id,
 			EncryptedSignature: signedWith(t, key, PaymentSessionFields(FormatInt(goid), FormatInt(id))...)}
-		st, err := s.PaymentStatus(bg, in)
+		st, err := serve(bg, s, paymentStatusRow, in)
 		require.NoError(t, err)
 		require.Equal(t, CallCompleted, st.Result, st.ResultDescription)
 		assert.True(t, Verify(key, *st.EncryptedSignature, st.SignatureFields()...), "the reply is signed with the request's key")
@@ -59,7 +59,7 @@ func TestRotationAcceptsBothKeys(t *testing.T) {
 	clk.add(25 * time.Hour)
 	in := &SessionInfo{TargetGoID: &goid, PaymentSessionID: &id,
 		EncryptedSignature: signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(goid), FormatInt(id))...)}
-	st, err := s.PaymentStatus(bg, in)
+	st, err := serve(bg, s, paymentStatusRow, in)
 	require.NoError(t, err)
 	assert.Equal(t, callFailed, st.Result, "past previous_until the old key is refused")
 	assert.True(t, Verify(newSecureKey, *st.EncryptedSignature, st.SignatureFields()...), "and the refusal signed with the current key")
@@ -80,13 +80,13 @@ func TestRotationKeepsTheLedgerKey(t *testing.T) {
 		return &RefundRequest{TargetGoID: &goid, PaymentSessionID: &id, Amount: &amount, Currency: "CZK", Description: "část",
 			EncryptedSignature: signedWith(t, key, RefundRequestFields(FormatInt(goid), FormatInt(id), "3000", "CZK", "část")...)}
 	}
-	r, err := before.PartiallyRefundPayment(bg, req(testSecureKey))
+	r, err := serve(bg, before, partiallyRefundPaymentRow, req(testSecureKey))
 	require.NoError(t, err)
 	require.Equal(t, Finished, r.Result)
 
 	after := rotatedService(t, gw, st, clk, "")
 	for _, key := range []string{testSecureKey, newSecureKey} {
-		r, err := after.PartiallyRefundPayment(bg, req(key))
+		r, err := serve(bg, after, partiallyRefundPaymentRow, req(key))
 		require.NoError(t, err)
 		assert.Equal(t, Finished, r.Result)
 		assert.True(t, Verify(key, *r.EncryptedSignature, PaymentResultFields(FormatInt(id), r.Result)...))
@@ -131,16 +131,16 @@ func TestRotationSignsNotificationsWhenSent(t *testing.T) {
 	}
 
 	// The shop still signs with the old key: its notification too.
-	_, err = s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
+	_, err = serve(bg, s, paymentStatusRow, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
 		EncryptedSignature: signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
 	require.NoError(t, err)
-	require.NoError(t, s.AcceptNotification(bg, m, id, ""))
+	require.NoError(t, s.AcceptNotification(bg, CallbackRequest{GoID: FormatInt(m.GoID), PaymentID: FormatInt(id)}))
 	assert.True(t, identity(testSecureKey, deliver()), "signed with the key the shop uses")
 
 	// Queued now, the shop moves to the new key before it is sent.
 	gw.payments[id].State = restbackend.StateRefunded
-	require.NoError(t, s.AcceptNotification(bg, m, id, ""))
-	_, err = s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
+	require.NoError(t, s.AcceptNotification(bg, CallbackRequest{GoID: FormatInt(m.GoID), PaymentID: FormatInt(id)}))
+	_, err = serve(bg, s, paymentStatusRow, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
 		EncryptedSignature: signedWith(t, newSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
 	require.NoError(t, err)
 	q := deliver()
