@@ -62,10 +62,11 @@ func (c *call) flowMerchant(name, raw string) error {
 }
 
 // flowVerify is a flow's verification stage: the signature sig of the
-// call's merchant over one of signed, checked as the SOAP rows' is
-// (authenticate). ErrBadSignature when it does not verify.
-func (c *call) flowVerify(ctx context.Context, sig string, signed ...[]string) error {
-	rf := c.authenticate(ctx, auth{part: "encryptedSignature", goid: c.goid, sig: sig, signed: signed})
+// request part (its legacy name) by the call's merchant, over one of
+// signed, checked as the SOAP rows' is (authenticate). ErrBadSignature when
+// it does not verify.
+func (c *call) flowVerify(ctx context.Context, part, sig string, signed ...[]string) error {
+	rf := c.authenticate(ctx, auth{part: part, goid: c.goid, sig: sig, signed: signed})
 	if rf == nil {
 		return nil
 	}
@@ -123,7 +124,7 @@ func (c *call) payFull(ctx context.Context, req PayFullRequest) (string, error) 
 		return "", err
 	}
 	c.payment = &id
-	if err := c.flowVerify(ctx, req.EncryptedSignature, PaymentSessionFields(FormatInt(c.m.GoID), FormatInt(id))); err != nil {
+	if err := c.flowVerify(ctx, "sessionInfo", req.EncryptedSignature, PaymentSessionFields(FormatInt(c.m.GoID), FormatInt(id))); err != nil {
 		return "", err
 	}
 	p, err := c.s.paymentOf(ctx, c.m, id)
@@ -164,7 +165,7 @@ func (c *call) payBase(ctx context.Context, rawGoID string, cmd *PaymentCommand)
 	}
 	// Verified here too (createPayment verifies again) so that a forged
 	// form is told apart from a malformed one.
-	if err := c.flowVerify(ctx, cmd.EncryptedSignature, cmd.signedFields()...); err != nil {
+	if err := c.flowVerify(ctx, "paymentCommand", cmd.EncryptedSignature, cmd.signedFields()...); err != nil {
 		return "", err
 	}
 	// Detached from the browser's connection like a SOAP call: a customer

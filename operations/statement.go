@@ -109,7 +109,7 @@ func (c *call) statement(ctx context.Context, r *StatementRequest) (*StatementFi
 		return nil, &RequestError{"statementRequest.contentType must be CSV, XLS or ABO"}
 	}
 	// The signature covers the values as the e-shop sent them.
-	if err := c.flowVerify(ctx, r.EncryptedSignature, alts...); err != nil {
+	if err := c.flowVerify(ctx, "statementRequest", r.EncryptedSignature, alts...); err != nil {
 		return nil, err
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's

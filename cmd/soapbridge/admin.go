@@ -393,7 +393,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <td{{if .Open}} class="bad"{{end}}>{{if .AllowedNetworks}}{{.AllowedNetworks}}{{else}}anyone{{end}}</td><td>{{if .BasicAuth}}required{{else}}no{{end}}</td><td>{{.RateLimit}}</td></tr>
 {{end}}</table>
 <h2>Legacy operations called since start</h2>
-<p>What each merchant still calls over SOAP (and must port before it can leave it).</p>
+<p>What each merchant still calls over SOAP and the legacy browser flows (and must port before it can leave them), every result counted, as the migration report counts them.</p>
 {{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
 {{range .Usage}}<tr><td>{{.Operation}}</td><td>{{.Calls}}</td></tr>{{end}}</table>{{else}}<p>no calls</p>{{end}}
 {{end}}
