@@ -20,8 +20,11 @@ import (
 // fail). The pipeline does the rest the same way for all: the call deadline,
 // the merchant lookup, the signature check with the merchant's keys, a
 // refusal answered as a signed failure, the ledger and the refund lock of a
-// money-moving call, the log lines, the observer (metrics), the usage
-// record and the reply's signature.
+// money-moving call, the log lines, the reply's signature, and the call's
+// one outcome for the observer (metrics) and the usage record (finish,
+// outcome.go). The browser flows (flows.go, statement.go) are calls of the
+// same pipeline: begin, the same verification (authenticate), then their
+// action, then finish.
 
 // Operation is one row of the table, as the adapters see it: the SOAP
 // adapter binds each to the WSDL operation of the same name and input type.
