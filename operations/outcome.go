@@ -15,6 +15,11 @@ import (
 // Unserved): the Observer (metrics, the status page) and the usage record
 // both read it there, and nowhere else.
 
+// UnknownOperation names a call whose operation could not be read (an
+// unreadable SOAP request, an unknown operation): counted by the observer,
+// not in the usage record (nothing of it names a merchant or a feature).
+const UnknownOperation = "unknown"
+
 // Result is how a call ended: one vocabulary for every entry.
 type Result uint8
 
@@ -66,8 +71,8 @@ func (r Result) usage() usage.Result {
 // CallOutcome is what the Observer is told of each finished call, whatever
 // its entry.
 type CallOutcome struct {
-	// Operation is the SOAP operation (a row's name, "unknown" for a
-	// request the adapter could not read) or a usage.Flow* name.
+	// Operation is the SOAP operation (a row's name, UnknownOperation for
+	// a request the adapter could not read) or a usage.Flow* name.
 	Operation string
 	// Flow: a browser flow or HTTP service, not a SOAP operation.
 	Flow bool
@@ -129,7 +134,7 @@ func (c *call) finish(result Result, in any) {
 		}
 		s.observer.Observe(o)
 	}
-	if s.usage == nil {
+	if s.usage == nil || c.op == UnknownOperation {
 		return
 	}
 	ev := usage.Event{Operation: c.op, Result: result.usage(), Client: usage.Client{Family: usage.FamilyNone}}
@@ -147,7 +152,7 @@ func (c *call) finish(result Result, in any) {
 }
 
 // Unserved ends a call the adapter refused before the core ran it: a
-// request it could not read (op "unknown", ResultClientFault), or one the
+// request it could not read (UnknownOperation, ResultClientFault), or one the
 // access rules deny (ResultDenied, ResultRateLimited) for goid (0: none).
 // It is counted with bounded labels, nothing else.
 func (s *Service) Unserved(ctx context.Context, op string, goid int64, r Result) {

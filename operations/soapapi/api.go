@@ -180,13 +180,13 @@ func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response
 // this adapter ends it first, told as unserved (Service.Unserved).
 func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, error) {
 	if call == nil {
-		a.svc.Unserved(ctx, "unknown", 0, operations.ResultClientFault)
+		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
 		return nil, clientFault("empty request")
 	}
 	name := call.Operation.Local
 	bs, ok := a.ops[name]
 	if !ok {
-		a.svc.Unserved(ctx, "unknown", 0, operations.ResultClientFault)
+		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
 		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
 	if call.Operation.Space != wsdl.NSInput {
@@ -310,7 +310,7 @@ func (a *API) Handler() echo.HandlerFunc {
 				f = clientFault("unreadable request")
 			}
 			logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
-			a.svc.Unserved(ctx, "unknown", 0, operations.ResultClientFault)
+			a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
 			soapenc.WriteFault(c.Response(), f)
 			return nil
 		}
