@@ -368,6 +368,11 @@ func TestStatusPageAgreesWithReport(t *testing.T) {
 		"&sessionInfo.paymentSessionId=3000000001&sessionInfo.encryptedSignature=00", nil))
 
 	page := statusPageCounts(t, b)
+	metrics := getText(t, b.AdminURL+"/metrics")
+	assert.Equal(t, 1.0, metricValue(t, metrics, "soapbridge_flow_requests_total", `flow="pay-full-v2",result="bad_signature"`))
+	assert.Equal(t, 1.0, metricValue(t, metrics, "soapbridge_flow_requests_total", `flow="pay-base-v2",result="ok"`))
+	assert.Equal(t, 2.0, metricValue(t, metrics, "soapbridge_soap_calls_total", `operation="createPayment",result="ok"`),
+		"the SOAP series count SOAP calls only")
 	b.Stop()
 	ops, _, _, _ := usageCounts(reportOf(t, b))
 	report := map[string]int64{}
