@@ -11,9 +11,9 @@ import (
 // Every entry of the bridge — the SOAP rows, pay-full-v2, pay-base-v2, the
 // statement download, the return and notification callbacks, and the calls
 // an adapter ends before the core (an unreadable SOAP request, one the
-// access rules deny) — ends in one Outcome, emitted once by finish (or
-// Unserved): the Observer (metrics, the status page) and the usage record
-// both read it there, and nowhere else.
+// access rules deny) — ends in one CallOutcome, emitted once by finish
+// (or Unserved): the Observer (metrics, the status page) and the usage
+// record both read it there, and nowhere else.
 
 // UnknownOperation names a call whose operation could not be read (an
 // unreadable SOAP request, an unknown operation): counted by the observer,

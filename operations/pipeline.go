@@ -166,20 +166,14 @@ func (c *call) signingKey() string {
 	return c.m.SecureKey
 }
 
-// serve runs one call of r.
+// serve runs one call of r, from begin to finish.
 func serve[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, error) {
-	out, _, err := serveCall(ctx, s, r, in)
-	return out, err
-}
-
-// serveCall is serve that also returns the finished call.
-func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, *call, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	c := s.begin(ctx, r.name)
 	out, result, err := r.run(ctx, c, in)
 	c.finish(result, in)
-	return out, c, err
+	return out, err
 }
 
 // run takes a call of r through the stages, in this order: the
