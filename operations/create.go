@@ -242,15 +242,15 @@ func (c *call) replayStatus(ctx context.Context) (*PaymentStatus, error) {
 	return c.replay.st, c.replay.err
 }
 
-// CreatePayment serves createPayment.
-func (s *Service) CreatePayment(ctx context.Context, in *PaymentCommand) (*PaymentStatus, error) {
-	return serve(ctx, s, createPaymentRow, in)
-}
-
-// createPayment serves createPayment for pay-base-v2: the status and the
-// gateway page of the created payment ("" when refused).
+// createPayment runs createPayment's row for pay-base-v2, inside the
+// flow's call: the status and the gateway page of the created payment (""
+// when refused). The row's call is not finished (neither observed nor
+// recorded): the flow is, once.
 func (s *Service) createPayment(ctx context.Context, in *PaymentCommand) (*PaymentStatus, string, error) {
-	st, c, err := serveCall(ctx, s, createPaymentRow, in)
+	ctx, cancel := s.Bound(ctx)
+	defer cancel()
+	c := s.begin(ctx, createPaymentRow.name)
+	st, _, err := createPaymentRow.run(ctx, c, in)
 	if err != nil || st.Result != CallCompleted {
 		return st, "", err
 	}
@@ -421,11 +421,6 @@ func (s *Service) findChild(ctx context.Context, c *call, parentID int64, order 
 	return store.CallRecord{PaymentID: found[0], Result: CallCompleted}, restbackend.OutcomeDone
 }
 
-// CreateRecurrentPayment serves createRecurrentPayment.
-func (s *Service) CreateRecurrentPayment(ctx context.Context, in *RecurrenceRequest) (*PaymentStatus, error) {
-	return serve(ctx, s, createRecurrentPaymentRow, in)
-}
-
 // createBuyerNotSupported is every createBuyer's answer.
 const createBuyerNotSupported = "createBuyer is not supported: the payment gateway's REST interface has no buyer accounts"
 
@@ -458,9 +453,4 @@ var createBuyerRow = &row[BuyerCreate, *BuyerCreateResult]{
 		}
 		return res
 	},
-}
-
-// CreateBuyer serves createBuyer.
-func (s *Service) CreateBuyer(ctx context.Context, in *BuyerCreate) (*BuyerCreateResult, error) {
-	return serve(ctx, s, createBuyerRow, in)
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -30,18 +31,50 @@ type UnknownMerchantError struct{ GoID int64 }
 
 func (e *UnknownMerchantError) Error() string { return "unknown goid " + strconv.FormatInt(e.GoID, 10) }
 
-// FlowMerchant reads the goid of flow parameter name (raw as sent) and
+// Every flow is a call of the core's pipeline (begin … finish), in the
+// stages of the SOAP rows: the adapter decodes, then the verification
+// (flowMerchant, flowVerify: the merchant, the signature; for the
+// callbacks, the return token), and only then what acts or is learnt (the
+// key the shop signs with, the gateway, the outbox). finish tells the
+// observer and the usage record the outcome, once per request.
+
+// PayFullRequest is pay-full-v2's sessionInfo, each value as sent.
+type PayFullRequest struct{ TargetGoID, PaymentSessionID, EncryptedSignature string }
+
+// CallbackRequest is the query of the gateway's return or notification
+// callback (goid, id, token), each value as sent.
+type CallbackRequest struct{ GoID, PaymentID, Token string }
+
+// flowMerchant reads the goid of flow parameter name (raw as sent) and
 // finds its merchant.
-func (s *Service) FlowMerchant(name, raw string) (Merchant, error) {
+func (c *call) flowMerchant(name, raw string) error {
 	goid, err := FlowID(name, raw)
 	if err != nil {
-		return Merchant{}, err
+		return err
 	}
-	m, ok := s.merchant(goid)
+	c.goid = &goid
+	m, ok := c.s.merchant(goid)
 	if !ok {
-		return Merchant{}, &UnknownMerchantError{GoID: goid}
+		return &UnknownMerchantError{GoID: goid}
 	}
-	return m, nil
+	c.m, c.known = m, true
+	return nil
+}
+
+// flowVerify is a flow's verification stage: the signature sig of the
+// request part (its legacy name) by the call's merchant, over one of
+// signed, checked as the SOAP rows' is (authenticate). ErrBadSignature when
+// it does not verify.
+func (c *call) flowVerify(ctx context.Context, part, sig string, signed ...[]string) error {
+	rf := c.authenticate(ctx, auth{part: part, goid: c.goid, sig: sig, signed: signed})
+	if rf == nil {
+		return nil
+	}
+	c.refused(rf)
+	if rf.badSig {
+		return ErrBadSignature
+	}
+	return &RequestError{Msg: rf.desc}
 }
 
 // FlowID reads a positive id (goid, payment id) of flow parameter name.
@@ -72,18 +105,33 @@ func (s *Service) paymentOf(ctx context.Context, m Merchant, id int64) (*restbac
 	return p, nil
 }
 
-// PayFull is pay-full-v2: the gateway page of payment id of m, whose
-// paymentSession signature is sig.
-func (s *Service) PayFull(ctx context.Context, m Merchant, id int64, sig string) (string, error) {
-	_, ok := m.verify(s.now(), sig, PaymentSessionFields(FormatInt(m.GoID), FormatInt(id)))
-	if !ok {
-		return "", ErrBadSignature
+// PayFull is pay-full-v2: the gateway page of the payment req names,
+// signed as paymentSession. Errors: *BadParamError, *UnknownMerchantError,
+// ErrBadSignature, ErrUnknownPayment, ErrGatewayDown.
+func (s *Service) PayFull(ctx context.Context, req PayFullRequest) (string, error) {
+	c := s.begin(ctx, usage.FlowPayFull)
+	loc, err := c.payFull(ctx, req)
+	c.finish(flowResult(err), nil)
+	return loc, err
+}
+
+func (c *call) payFull(ctx context.Context, req PayFullRequest) (string, error) {
+	if err := c.flowMerchant("sessionInfo.targetGoId", req.TargetGoID); err != nil {
+		return "", err
 	}
-	p, err := s.paymentOf(ctx, m, id)
+	id, err := FlowID("sessionInfo.paymentSessionId", req.PaymentSessionID)
 	if err != nil {
 		return "", err
 	}
-	return s.gatewayPage(ctx, p.ID, p.GwURL)
+	c.payment = &id
+	if err := c.flowVerify(ctx, "sessionInfo", req.EncryptedSignature, PaymentSessionFields(FormatInt(c.m.GoID), FormatInt(id))); err != nil {
+		return "", err
+	}
+	p, err := c.s.paymentOf(ctx, c.m, id)
+	if err != nil {
+		return "", err
+	}
+	return c.s.gatewayPage(ctx, p.ID, p.GwURL)
 }
 
 func (s *Service) gatewayPage(ctx context.Context, id int64, gwURL string) (string, error) {
@@ -95,28 +143,40 @@ func (s *Service) gatewayPage(ctx context.Context, id int64, gwURL string) (stri
 }
 
 // PayBase is pay-base-v2: it creates the payment of the form's command c
-// (of merchant m) as createPayment would and returns its gateway page. A
-// malformed command is a *RequestError, a forged one ErrBadSignature, a
-// refused one a *RefusedError, and a gateway or store failure
-// ErrNotCreated.
-func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (string, error) {
-	if c.Invalid != "" {
-		return "", &RequestError{Msg: c.Invalid}
+// (whose goid parameter is rawGoID, as sent) as createPayment would and
+// returns its gateway page. It is one call, recorded as the flow (never
+// also as a createPayment). A goid that names no merchant is a
+// *BadParamError or *UnknownMerchantError, a malformed command a
+// *RequestError, a forged one ErrBadSignature, a refused one a
+// *RefusedError, and a gateway or store failure ErrNotCreated.
+func (s *Service) PayBase(ctx context.Context, rawGoID string, cmd *PaymentCommand) (string, error) {
+	c := s.begin(ctx, usage.FlowPayBase)
+	loc, err := c.payBase(ctx, rawGoID, cmd)
+	c.finish(flowResult(err), cmd)
+	return loc, err
+}
+
+func (c *call) payBase(ctx context.Context, rawGoID string, cmd *PaymentCommand) (string, error) {
+	if err := c.flowMerchant("paymentCommand.targetGoId", rawGoID); err != nil {
+		return "", err
 	}
-	// Checked here too (createPayment checks it again) so that a forged
+	if cmd.Invalid != "" {
+		return "", &RequestError{Msg: cmd.Invalid}
+	}
+	// Verified here too (createPayment verifies again) so that a forged
 	// form is told apart from a malformed one.
-	if _, ok := m.verify(s.now(), c.EncryptedSignature, c.signedFields()...); !ok {
-		return "", ErrBadSignature
+	if err := c.flowVerify(ctx, "paymentCommand", cmd.EncryptedSignature, cmd.signedFields()...); err != nil {
+		return "", err
 	}
 	// Detached from the browser's connection like a SOAP call: a customer
 	// who leaves mid-call must not cut the create POST short (its outcome
 	// would be unknown) nor the session write after it. The REST client's
 	// timeout bounds each gateway call.
 	ctx = context.WithoutCancel(ctx)
-	st, gwURL, err := s.createPayment(ctx, c)
+	st, gwURL, err := c.s.createPayment(ctx, cmd)
 	if err != nil {
 		// The gateway or the session store failed.
-		s.logFor(ctx).Warn("pay-base-v2: createPayment failed", zap.Int64("goid", m.GoID), zap.Error(err))
+		c.logger().Warn("pay-base-v2: createPayment failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
 		return "", ErrNotCreated
 	}
 	if st.Result != CallCompleted || st.PaymentSessionID == nil {
@@ -126,7 +186,7 @@ func (s *Service) PayBase(ctx context.Context, m Merchant, c *PaymentCommand) (s
 		}
 		return "", &RefusedError{Desc: desc}
 	}
-	return s.gatewayPage(ctx, *st.PaymentSessionID, gwURL)
+	return c.s.gatewayPage(ctx, *st.PaymentSessionID, gwURL)
 }
 
 // childSession makes the legacy session of a recurring payment the gateway
@@ -280,21 +340,51 @@ func returnsToSuccess(p *restbackend.Payment) bool {
 	return false
 }
 
-// ReturnURL is where the customer returning from the gateway for payment
-// id of m, with the callback's token, goes: the e-shop's success or failed
+// ReturnURL is where the customer returning from the gateway for the
+// payment req names, with the callback's token, goes: the e-shop's success or failed
 // URL with the signed identity. The status read has its own short timeout
 // (Config.ReturnStatusTimeout): a customer facing a slow gateway is better
 // told at once that the payment may have gone through (ErrGatewayDown,
 // which the web adapter shows as a page with a reload link) than kept
 // waiting. Errors: ErrUnknownPayment (also for a wrong or missing token),
-// ErrGatewayDown, ErrStoreDown, ErrNoReturnURL, or an internal one.
-func (s *Service) ReturnURL(ctx context.Context, m Merchant, id int64, token string) (string, error) {
+// ErrGatewayDown, ErrStoreDown, ErrNoReturnURL, *BadParamError,
+// *UnknownMerchantError, or an internal one.
+func (s *Service) ReturnURL(ctx context.Context, req CallbackRequest) (string, error) {
+	c := s.begin(ctx, usage.FlowReturn)
+	loc, err := c.returnURL(ctx, req)
+	c.finish(flowResult(err), nil)
+	return loc, err
+}
+
+// callback is the verification stage of the gateway's callbacks: the
+// merchant and payment req names, then the payment's return token
+// (callbackPayment). statusCtx bounds the status read.
+func (c *call) callback(ctx, statusCtx context.Context, req CallbackRequest) (*callback, error) {
+	if err := c.flowMerchant("goid", req.GoID); err != nil {
+		return nil, err
+	}
+	id, err := FlowID("id", req.PaymentID)
+	if err != nil {
+		return nil, err
+	}
+	c.payment = &id
+	cb, err := c.s.callbackPayment(ctx, statusCtx, c.m, id, req.Token)
+	if err != nil {
+		return nil, err
+	}
+	c.verified = true
+	return cb, nil
+}
+
+func (c *call) returnURL(ctx context.Context, req CallbackRequest) (string, error) {
+	s := c.s
 	statusCtx, cancel := context.WithTimeout(ctx, s.returnStatusTimeout)
 	defer cancel()
-	cb, err := s.callbackPayment(ctx, statusCtx, m, id, token)
+	cb, err := c.callback(ctx, statusCtx, req)
 	if err != nil {
 		return "", err
 	}
+	m, id := c.m, *c.payment
 	p, sess := cb.p, cb.sess
 	target := sess.FailedURL
 	if returnsToSuccess(p) {
@@ -366,16 +456,26 @@ func (s *Service) refundMark(ctx context.Context, m Merchant, p *restbackend.Pay
 	return strconv.Itoa(len(refunds)) + "/" + strconv.FormatInt(sum, 10), nil
 }
 
-// AcceptNotification takes the gateway's notification of payment id of m,
-// with the callback's token: the notification for the e-shop is stored in
+// AcceptNotification takes the gateway's notification of the payment req
+// names, with the callback's token: the notification for the e-shop is stored in
 // the outbox before it returns nil, so the gateway may be told OK. Errors:
 // ErrUnknownPayment (also for a wrong or missing token), ErrGatewayDown and
-// ErrStoreDown (the gateway should repeat the call), or an internal one.
-func (s *Service) AcceptNotification(ctx context.Context, m Merchant, id int64, token string) error {
-	cb, err := s.callbackPayment(ctx, ctx, m, id, token)
+// ErrStoreDown (the gateway should repeat the call), *BadParamError,
+// *UnknownMerchantError, or an internal one.
+func (s *Service) AcceptNotification(ctx context.Context, req CallbackRequest) error {
+	c := s.begin(ctx, usage.FlowNotification)
+	err := c.acceptNotification(ctx, req)
+	c.finish(flowResult(err), nil)
+	return err
+}
+
+func (c *call) acceptNotification(ctx context.Context, req CallbackRequest) error {
+	s := c.s
+	cb, err := c.callback(ctx, ctx, req)
 	if err != nil {
 		return err
 	}
+	m, id := c.m, *c.payment
 	p, sess := cb.p, cb.sess
 	if m.NotificationURL == "" {
 		s.logFor(ctx).Info("notification not forwarded: e-shop has no notification URL",

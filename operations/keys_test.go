@@ -50,7 +50,7 @@ func TestRotationAcceptsBothKeys(t *testing.T) {
 	for _, key := range []string{testSecureKey, newSecureKey} {
 		in := &SessionInfo{TargetGoID: &goid, PaymentSessionID: &id,
 			EncryptedSignature: signedWith(t, key, PaymentSessionFields(FormatInt(goid), FormatInt(id))...)}
-		st, err := s.PaymentStatus(bg, in)
+		st, err := serve(bg, s, paymentStatusRow, in)
 		require.NoError(t, err)
 		require.Equal(t, CallCompleted, st.Result, st.ResultDescription)
 		assert.True(t, Verify(key, *st.EncryptedSignature, st.SignatureFields()...), "the reply is signed with the request's key")
@@ -58,7 +58,7 @@ func TestRotationAcceptsBothKeys(t *testing.T) {
 	clk.add(25 * time.Hour)
 	in := &SessionInfo{TargetGoID: &goid, PaymentSessionID: &id,
 		EncryptedSignature: signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(goid), FormatInt(id))...)}
-	st, err := s.PaymentStatus(bg, in)
+	st, err := serve(bg, s, paymentStatusRow, in)
 	require.NoError(t, err)
 	assert.Equal(t, callFailed, st.Result, "past previous_until the old key is refused")
 	assert.True(t, Verify(newSecureKey, *st.EncryptedSignature, st.SignatureFields()...), "and the refusal signed with the current key")
@@ -79,13 +79,13 @@ func TestRotationKeepsTheLedgerKey(t *testing.T) {
 		return &RefundRequest{TargetGoID: &goid, PaymentSessionID: &id, Amount: &amount, Currency: "CZK", Description: "část",
 			EncryptedSignature: signedWith(t, key, RefundRequestFields(FormatInt(goid), FormatInt(id), "3000", "CZK", "část")...)}
 	}
-	r, err := before.PartiallyRefundPayment(bg, req(testSecureKey))
+	r, err := serve(bg, before, partiallyRefundPaymentRow, req(testSecureKey))
 	require.NoError(t, err)
 	require.Equal(t, Finished, r.Result)
 
 	after := rotatedService(t, gw, st, clk, "")
 	for _, key := range []string{testSecureKey, newSecureKey} {
-		r, err := after.PartiallyRefundPayment(bg, req(key))
+		r, err := serve(bg, after, partiallyRefundPaymentRow, req(key))
 		require.NoError(t, err)
 		assert.Equal(t, Finished, r.Result)
 		assert.True(t, Verify(key, *r.EncryptedSignature, PaymentResultFields(FormatInt(id), r.Result)...))
@@ -135,7 +135,7 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 		c := &PaymentCommand{TargetGoID: &goid, ProductName: "Kniha", TotalPrice: &price, Currency: "CZK", OrderNumber: order,
 			SuccessURL: "https://shop.example/ok", FailedURL: "https://shop.example/ko"}
 		c.EncryptedSignature = signedWith(t, key, c.SignatureFields()...)
-		st, err := s.CreatePayment(bg, c)
+		st, err := serve(bg, s, createPaymentRow, c)
 		require.NoError(t, err)
 		require.Equal(t, CallCompleted, st.Result, st.ResultDescription)
 		assert.True(t, Verify(key, *st.EncryptedSignature, st.SignatureFields()...), "the reply is signed with the request's key")
@@ -143,14 +143,14 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	}
 	statusWith := func(key string, id int64) {
 		t.Helper()
-		st, err := s.PaymentStatus(bg, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
+		st, err := serve(bg, s, paymentStatusRow, &SessionInfo{TargetGoID: ptr(int64(testGoID)), PaymentSessionID: &id,
 			EncryptedSignature: signedWith(t, key, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)})
 		require.NoError(t, err)
 		require.Equal(t, CallCompleted, st.Result)
 	}
 	returnTo := func(id int64) url.Values {
 		t.Helper()
-		loc, err := s.ReturnURL(bg, m, id, gw.returnToken(t, id))
+		loc, err := s.ReturnURL(bg, CallbackRequest{GoID: FormatInt(m.GoID), PaymentID: FormatInt(id), Token: gw.returnToken(t, id)})
 		require.NoError(t, err)
 		u, err := url.Parse(loc)
 		require.NoError(t, err)
@@ -170,18 +170,19 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	// Whoever replays the old key's signatures (a status call, an old
 	// pay-full-v2 link) afterwards:
 	statusWith(testSecureKey, older)
-	_, err = s.PayFull(bg, m, older, signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(older))...))
+	_, err = s.PayFull(bg, PayFullRequest{TargetGoID: FormatInt(testGoID), PaymentSessionID: FormatInt(older),
+		EncryptedSignature: signedWith(t, testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(older))...)})
 	require.NoError(t, err)
 
 	gw.payments[newer].State = restbackend.StatePaid
 	assert.True(t, identity(newSecureKey, returnTo(newer)), "the new payment returns signed with the key it was created with")
-	require.NoError(t, s.AcceptNotification(bg, m, newer, gw.returnToken(t, newer)))
+	require.NoError(t, s.AcceptNotification(bg, CallbackRequest{GoID: FormatInt(m.GoID), PaymentID: FormatInt(newer), Token: gw.returnToken(t, newer)}))
 	assert.True(t, identity(newSecureKey, deliver()), "and is notified so")
 
 	gw.payments[older].State = restbackend.StatePaid
 	statusWith(newSecureKey, older)
 	assert.True(t, identity(testSecureKey, returnTo(older)), "the old payment keeps its key while it is in force")
-	require.NoError(t, s.AcceptNotification(bg, m, older, gw.returnToken(t, older)))
+	require.NoError(t, s.AcceptNotification(bg, CallbackRequest{GoID: FormatInt(m.GoID), PaymentID: FormatInt(older), Token: gw.returnToken(t, older)}))
 	// Queued now, sent once the old key's overlap has ended.
 	clk.add(25 * time.Hour)
 	assert.True(t, identity(newSecureKey, deliver()), "signed when sent: the old key has ended")

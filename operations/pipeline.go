@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -21,8 +20,11 @@ import (
 // fail). The pipeline does the rest the same way for all: the call deadline,
 // the merchant lookup, the signature check with the merchant's keys, a
 // refusal answered as a signed failure, the ledger and the refund lock of a
-// money-moving call, the log lines, the observer (metrics), the usage
-// record and the reply's signature.
+// money-moving call, the log lines, the reply's signature, and the call's
+// one outcome for the observer (metrics) and the usage record (finish,
+// outcome.go). The browser flows (flows.go, statement.go) are calls of the
+// same pipeline: begin, the same verification (authenticate), then their
+// action, then finish.
 
 // Operation is one row of the table, as the adapters see it: the SOAP
 // adapter binds each to the WSDL operation of the same name and input type.
@@ -117,8 +119,12 @@ type call struct {
 	m       Merchant
 	known   bool // m is the merchant of goid: replies can be signed
 	v       verified
-	ctx     context.Context // the call's, for its logger
-	log     *zap.Logger     // built on first use (logger)
+	// verified: the request proved to be the merchant's (or names none);
+	// only then does what it sends count beyond its result.
+	verified bool
+	ctx      context.Context // the call's, for its logger and the usage record
+	log      *zap.Logger     // built on first use (logger)
+	start    time.Time       // when the call was read (WithStart)
 
 	// What a money call leaves for its reply (see once).
 	rec      store.CallRecord      // the ledger's record: acted now, replayed or reconciled
@@ -161,62 +167,22 @@ func (c *call) signingKey() string {
 	return c.m.SecureKey
 }
 
-// serve runs one call of r.
+// serve runs one call of r, from begin to finish.
 func serve[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, error) {
-	out, _, err := serveCall(ctx, s, r, in)
+	ctx, cancel := s.Bound(ctx)
+	defer cancel()
+	c := s.begin(ctx, r.name)
+	out, result, err := r.run(ctx, c, in)
+	c.finish(result, in)
 	return out, err
 }
 
-// serveCall is serve that also returns the finished call.
-func serveCall[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In) (Out, *call, error) {
-	ctx, cancel := s.Bound(ctx)
-	defer cancel()
-	start := time.Now()
-	c := &call{s: s, op: r.name, ctx: ctx}
-	out, result, err := r.run(ctx, c, in)
-	s.observe(c, result, time.Since(start))
-	if s.usage != nil {
-		s.recordUse(ctx, c, result, in)
-	}
-	return out, c, err
-}
-
-// recordUse adds the call to the usage record: what it used of the legacy
-// interface beyond its operation (p1–p4, channels, recurrence…) and what
-// has no REST equivalent. Goids that are no merchant are dropped by the
-// record.
-func (s *Service) recordUse(ctx context.Context, c *call, result string, in any) {
-	ev := usage.Event{Operation: c.op, Result: usage.ResultOK}
-	switch result {
-	case resultRefused, resultBadSignature:
-		ev.Result = usage.ResultRefused
-	case resultServerError:
-		ev.Result = usage.ResultServerFault
-	case resultDenied:
-		ev.Result = usage.ResultDenied
-	}
-	if c.goid != nil {
-		ev.GoID = *c.goid
-	}
-	if c.known && result != resultDenied {
-		if _, none := in.(*noInput); !none {
-			ev.Features, ev.Retired = c.m.LegacyUses(c.op, in)
-		}
-	}
-	s.usage.Record(ctx, ev)
-}
-
-// Results the observer is told.
-const (
-	resultOK           = "ok"            // answered
-	resultRefused      = "refused"       // answered with a failure reply
-	resultBadSignature = "bad_signature" // refused: the signature does not verify
-	resultServerError  = "server_error"  // a fault: the bridge or the gateway failed
-	resultDenied       = "denied"        // verified, then refused by the adapter's Admission (rate limit)
-)
-
-func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, result string, err error) {
-	refused := func(rf *refusal) (Out, string, error) {
+// run takes a call of r through the stages, in this order: the
+// verification (authenticate: the merchant, what must be present, the
+// signature), the row's checks, the ledger (money), the reply and its
+// signature. Nothing acts or is learnt before the verification passed.
+func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, result Result, err error) {
+	refused := func(rf *refusal) (Out, Result, error) {
 		c.refused(rf)
 		out := r.fail(c, in, rf)
 		if c.known && r.sign != nil {
@@ -225,26 +191,28 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 			}
 		}
 		if rf.badSig {
-			return out, resultBadSignature, nil
+			return out, ResultBadSignature, nil
 		}
-		return out, resultRefused, nil
+		return out, ResultRefused, nil
 	}
-	failed := func(err error) (Out, string, error) {
+	failed := func(err error) (Out, Result, error) {
 		var rf *refusal
 		if errors.As(err, &rf) {
 			return refused(rf)
 		}
 		var zero Out
-		return zero, resultServerError, err
+		return zero, ResultServerError, err
 	}
-	if r.auth != nil {
+	if r.auth == nil {
+		c.verified = true // names no merchant: nothing to verify
+	} else {
 		if rf := c.authenticate(ctx, r.auth(in)); rf != nil {
 			return refused(rf)
 		}
 		// Verified: only now may the call spend its merchant's rate.
 		if err := c.admit(ctx); err != nil {
 			var zero Out
-			return zero, resultDenied, err
+			return zero, ResultRateLimited, err
 		}
 	}
 	if r.check != nil {
@@ -270,7 +238,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 			return failed(err)
 		}
 	}
-	return out, resultOK, nil
+	return out, ResultOK, nil
 }
 
 // authenticate finds the merchant a request names and checks what it
@@ -301,7 +269,7 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	if !ok {
 		return badSignature(a.part)
 	}
-	c.v = v
+	c.v, c.verified = v, true
 	return nil
 }
 
@@ -315,38 +283,9 @@ func (c *call) refused(r *refusal) {
 		fs = append(fs, zap.Int64("payment", *c.payment))
 	}
 	c.logger().Info("request refused", fs...)
-	if r.badSig && c.s.onBadSignature != nil && c.goid != nil {
+	if r.badSig && c.s.onBadSignature != nil && c.goid != nil && !isFlow(c.op) {
 		c.s.onBadSignature(c.op, *c.goid)
 	}
-}
-
-// observe tells the observer of a finished call.
-func (s *Service) observe(c *call, result string, d time.Duration) {
-	if s.observer == nil {
-		return
-	}
-	o := CallOutcome{Operation: c.op, Result: result, Duration: d}
-	if c.known {
-		o.GoID = c.m.GoID
-	}
-	s.observer.ObserveCall(o)
-}
-
-// CallOutcome is what an Observer is told of each call the pipeline
-// finished.
-type CallOutcome struct {
-	Operation string
-	// GoID is the configured merchant the call was for; 0 when it named
-	// none the bridge knows (so that no client can grow a label set).
-	GoID     int64
-	Result   string // ok, refused, bad_signature, server_error or denied
-	Duration time.Duration
-}
-
-// Observer is told of every call the pipeline finishes (metrics, the usage
-// record). It is called on the hot path: it must not block.
-type Observer interface {
-	ObserveCall(o CallOutcome)
 }
 
 // Replies of the legacy result types: failures and signatures.

@@ -234,33 +234,3 @@ func (s *Service) refundAmount(ctx context.Context, c *call, amount int64, curre
 	}
 	return resultRecord(id, res)
 }
-
-// CapturePayment serves capturePayment.
-func (s *Service) CapturePayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return serve(ctx, s, capturePaymentRow, in)
-}
-
-// VoidAuthorization serves voidAuthorization.
-func (s *Service) VoidAuthorization(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return serve(ctx, s, voidAuthorizationRow, in)
-}
-
-// VoidRecurrentPayment serves voidRecurrentPayment.
-func (s *Service) VoidRecurrentPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return serve(ctx, s, voidRecurrentPaymentRow, in)
-}
-
-// RefundPayment serves refundPayment(sessionInfo).
-func (s *Service) RefundPayment(ctx context.Context, in *SessionInfo) (*PaymentResult, error) {
-	return serve(ctx, s, refundPaymentRow, in)
-}
-
-// RefundPaymentRequest serves refundPayment(refundRequest).
-func (s *Service) RefundPaymentRequest(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return serve(ctx, s, refundPaymentRequestRow, in)
-}
-
-// PartiallyRefundPayment serves partiallyRefundPayment.
-func (s *Service) PartiallyRefundPayment(ctx context.Context, in *RefundRequest) (*PaymentResult, error) {
-	return serve(ctx, s, partiallyRefundPaymentRow, in)
-}

@@ -43,10 +43,10 @@ func TestReviewRotationMixedReplicasRefundTwice(t *testing.T) {
 	id := gw.add(restbackend.StatePaid, 12900)
 	req := reviewRefund(t, testSecureKey, id, "x") // the shop still signs with A
 
-	r, err := reloaded.PartiallyRefundPayment(bg, req)
+	r, err := serve(bg, reloaded, partiallyRefundPaymentRow, req)
 	require.NoError(t, err)
 	require.Equal(t, Finished, r.Result)
-	_, err = notYet.PartiallyRefundPayment(bg, req) // the repeat lands on the other replica
+	_, err = serve(bg, notYet, partiallyRefundPaymentRow, req) // the repeat lands on the other replica
 	require.NoError(t, err)
 	assert.Len(t, gw.refunds[id], 1, "one refund for one signed request, whichever replica serves the repeat")
 }
@@ -62,7 +62,7 @@ func TestReviewRotationAfterPreviousRemoved(t *testing.T) {
 	before, err := New(cfg)
 	require.NoError(t, err)
 	id := gw.add(restbackend.StatePaid, 12900)
-	_, err = before.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "x"))
+	_, err = serve(bg, before, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "x"))
 	require.NoError(t, err)
 
 	cfg2 := unitConfig(t)
@@ -71,7 +71,7 @@ func TestReviewRotationAfterPreviousRemoved(t *testing.T) {
 	after, err := New(cfg2)
 	require.NoError(t, err)
 	clk.add(time.Hour)
-	_, err = after.PartiallyRefundPayment(bg, reviewRefund(t, newSecureKey, id, "x"))
+	_, err = serve(bg, after, partiallyRefundPaymentRow, reviewRefund(t, newSecureKey, id, "x"))
 	require.NoError(t, err)
 	assert.Len(t, gw.refunds[id], 1, "one refund for one request within the replay window")
 }
@@ -95,11 +95,11 @@ func TestReviewRotationLookupErrorFailsOpen(t *testing.T) {
 	require.NoError(t, err)
 	id := gw.add(restbackend.StatePaid, 12900)
 	req := reviewRefund(t, testSecureKey, id, "x")
-	_, err = before.PartiallyRefundPayment(bg, req)
+	_, err = serve(bg, before, partiallyRefundPaymentRow, req)
 	require.NoError(t, err)
 
 	after := rotatedService(t, gw, failingLookup{st}, clk, "")
-	_, _ = after.PartiallyRefundPayment(bg, req)
+	_, _ = serve(bg, after, partiallyRefundPaymentRow, req)
 	assert.Len(t, gw.refunds[id], 1, "a ledger read that fails must not let the call act")
 }
 
@@ -137,19 +137,19 @@ func TestReviewRefundReconcileTakesAnotherRefund(t *testing.T) {
 	id := fg.add(restbackend.StatePaid, 12900)
 
 	fg.fail["refund"] = errLostReply // not performed, outcome unknown to the bridge
-	_, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	_, err = serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 1"))
 	require.Equal(t, errOutcomeUnknown, err)
 	delete(fg.fail, "refund")
 
-	_, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
+	_, err = serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 2"))
 	assert.Equal(t, errRefundUnsettled, err, "B waits while A cannot be settled")
 	assert.Empty(t, fg.refunds[id], "nothing refunded yet")
 
-	r, err := s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
+	r, err := serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 2"))
 	require.NoError(t, err, "B settles A (not done) and acts")
 	assert.Equal(t, Finished, r.Result)
 	require.Len(t, fg.refunds[id], 1)
-	r, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	r, err = serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 1"))
 	require.NoError(t, err, "A was released: its repeat acts")
 	assert.Equal(t, Finished, r.Result)
 	assert.Len(t, fg.refunds[id], 2, "each refund once")
@@ -170,17 +170,17 @@ func TestRefundSettlesAnEarlierRefundInDoubt(t *testing.T) {
 	id := fg.add(restbackend.StatePaid, 12900)
 
 	fg.fail["refund"], fg.lostReply = errLostReply, true // performed, reply lost
-	_, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	_, err = serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 1"))
 	require.Equal(t, errOutcomeUnknown, err)
 	delete(fg.fail, "refund")
 	fg.lostReply = false
 	require.Len(t, fg.refunds[id], 1)
 
-	r, err := s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 2"))
+	r, err := serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 2"))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, r.Result)
 	require.Len(t, fg.refunds[id], 2)
-	r, err = s.PartiallyRefundPayment(bg, reviewRefund(t, testSecureKey, id, "item 1"))
+	r, err = serve(bg, s, partiallyRefundPaymentRow, reviewRefund(t, testSecureKey, id, "item 1"))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, r.Result, "A answered from the ledger")
 	assert.Len(t, fg.refunds[id], 2, "no second refund of A")

@@ -1,6 +1,8 @@
 // Package operations is the legacy EPaymentServiceV2 protocol as typed Go:
-// one method per legacy operation taking and returning the legacy types
-// (types.go), the browser flows' decisions (where a customer is sent, what
+// the legacy operations as rows of one table (table.go) over the legacy
+// types (types.go), run by one pipeline (pipeline.go) that the browser
+// flows go through too, each call ending in one outcome (outcome.go); the
+// browser flows' decisions (where a customer is sent, what
 // a notification tells the e-shop) and the notification outbox. It checks
 // signatures, performs the work through the REST gateway and builds the
 // legacy replies, signed the way legacy clients verify them. It knows

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/restbackend"
 )
 
@@ -61,6 +62,14 @@ type StatementFile struct {
 // request), *BadParamError / *UnknownMerchantError (goid), ErrBadSignature,
 // *RefusedError (the gateway refused) and ErrGatewayDown.
 func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*StatementFile, error) {
+	c := s.begin(ctx, usage.FlowStatement)
+	file, err := c.statement(ctx, r)
+	c.finish(flowResult(err), r)
+	return file, err
+}
+
+func (c *call) statement(ctx context.Context, r *StatementRequest) (*StatementFile, error) {
+	s := c.s
 	t := strings.TrimSpace
 	from, to := t(r.DateFrom), t(r.DateTo)
 	df, err1 := time.Parse(time.DateOnly, from)
@@ -73,10 +82,10 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 	case dt.Before(df):
 		return nil, &RequestError{"statementRequest.dateTo is before statementRequest.dateFrom"}
 	}
-	m, err := s.FlowMerchant("statementRequest.targetGoId", t(r.TargetGoID))
-	if err != nil {
+	if err := c.flowMerchant("statementRequest.targetGoId", t(r.TargetGoID)); err != nil {
 		return nil, err
 	}
+	m := c.m
 	// The Java 2.4 and .NET libraries send no currency and sign four fields
 	// instead of five; each form is verified with its own scheme. The REST
 	// statement is of one account currency (its currency field is
@@ -100,8 +109,8 @@ func (s *Service) Statement(ctx context.Context, r *StatementRequest) (*Statemen
 		return nil, &RequestError{"statementRequest.contentType must be CSV, XLS or ABO"}
 	}
 	// The signature covers the values as the e-shop sent them.
-	if _, ok := m.verify(s.now(), r.EncryptedSignature, alts...); !ok {
-		return nil, ErrBadSignature
+	if err := c.flowVerify(ctx, "statementRequest", r.EncryptedSignature, alts...); err != nil {
+		return nil, err
 	}
 	// This POST only reads, so unlike pay-base-v2 it stays on the request's
 	// context: a caller that hangs up stops the download.

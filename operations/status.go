@@ -61,16 +61,6 @@ var paymentStatusWCustRow = &row[SessionInfo, *PaymentStatusWCust]{
 	sign: func(_ *call, w *PaymentStatusWCust, key string) error { return w.PaymentStatus.sign(key) },
 }
 
-// PaymentStatus serves paymentStatus.
-func (s *Service) PaymentStatus(ctx context.Context, in *SessionInfo) (*PaymentStatus, error) {
-	return serve(ctx, s, paymentStatusRow, in)
-}
-
-// PaymentStatusWCust serves paymentStatusWCust.
-func (s *Service) PaymentStatusWCust(ctx context.Context, in *SessionInfo) (*PaymentStatusWCust, error) {
-	return serve(ctx, s, paymentStatusWCustRow, in)
-}
-
 // statusFor reads payment id of m from the gateway and builds its legacy
 // status (unsigned), productName taken from the bridge's session (the
 // parent's for a recurring child without one). The error is a *refusal

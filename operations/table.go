@@ -41,11 +41,3 @@ var touchRow = &row[noInput, string]{
 	reply: func(context.Context, *call, *noInput) (string, error) { return touchReply, nil },
 	fail:  func(*call, *noInput, *refusal) string { return "" },
 }
-
-// PaymentMethodList serves paymentMethodList.
-func (s *Service) PaymentMethodList(ctx context.Context) ([]PaymentMethod, error) {
-	return serve(ctx, s, paymentMethodListRow, nil)
-}
-
-// Touch serves touch.
-func (s *Service) Touch(ctx context.Context) (string, error) { return serve(ctx, s, touchRow, nil) }

@@ -56,7 +56,7 @@ func TestRowPaymentStatus(t *testing.T) {
 	s, gw, st := fakeService(t)
 	id := gw.add(restbackend.StatePaid, 12900)
 	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: id, GoID: testGoID, ProductName: "Kniha"}))
-	got, err := s.PaymentStatus(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, paymentStatusRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, CallCompleted, got.Result)
 	assert.Equal(t, "PAID", *got.SessionState)
@@ -66,7 +66,7 @@ func TestRowPaymentStatus(t *testing.T) {
 	// Forged: refused with a signed CALL_FAILED, and the gateway is not asked.
 	in := sessionInfo(t, id)
 	in.EncryptedSignature = sessionInfo(t, id+1).EncryptedSignature
-	got, err = s.PaymentStatus(bg, in)
+	got, err = serve(bg, s, paymentStatusRow, in)
 	require.NoError(t, err)
 	assert.Equal(t, callFailed, got.Result)
 	assert.Contains(t, *got.ResultDescription, "invalid encryptedSignature of paymentSessionInfo")
@@ -76,7 +76,7 @@ func TestRowPaymentStatus(t *testing.T) {
 	// Unknown goid: refused, not signed (no key known).
 	other := int64(42)
 	in.TargetGoID = &other
-	got, err = s.PaymentStatus(bg, in)
+	got, err = serve(bg, s, paymentStatusRow, in)
 	require.NoError(t, err)
 	assert.Nil(t, got.EncryptedSignature)
 	assert.Contains(t, *got.ResultDescription, "unknown targetGoId 42")
@@ -86,13 +86,13 @@ func TestRowPaymentStatusWCust(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	id := gw.add(restbackend.StatePaid, 100)
 	gw.payments[id].Payer = &restbackend.Payer{Contact: &restbackend.Contact{FirstName: "Jiří", Email: "jiri@example.cz"}}
-	got, err := s.PaymentStatusWCust(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, paymentStatusWCustRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	require.NotNil(t, got.CustomerData)
 	assert.Equal(t, "Jiří", got.CustomerData.FirstName)
 	verifiesAsStatus(t, &got.PaymentStatus)
 
-	got, err = s.PaymentStatusWCust(bg, nil)
+	got, err = serve(bg, s, paymentStatusWCustRow, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "missing paymentSessionInfo", *got.ResultDescription)
 }
@@ -100,11 +100,11 @@ func TestRowPaymentStatusWCust(t *testing.T) {
 func TestRowCapturePayment(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	id := gw.add(restbackend.StateAuthorized, 100)
-	got, err := s.CapturePayment(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, capturePaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result)
 	verifiesAsResult(t, got)
-	again, err := s.CapturePayment(bg, sessionInfo(t, id))
+	again, err := serve(bg, s, capturePaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, got, again, "a repeat is answered from the ledger")
 	assert.Equal(t, 1, gw.count("capture"), "captured once")
@@ -117,7 +117,7 @@ func TestRowCaptureUnknownResult(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	gw.answer = "PROCESSING"
 	id := gw.add(restbackend.StateAuthorized, 100)
-	got, err := s.CapturePayment(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, capturePaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result, "the state says PAID: captured")
 	assert.Equal(t, 1, gw.count("capture"))
@@ -126,10 +126,10 @@ func TestRowCaptureUnknownResult(t *testing.T) {
 	// then the repeat reconciles.
 	id2 := gw.add(restbackend.StateAuthorized, 100)
 	gw.fail["status"] = errors.New("gateway down")
-	_, err = s.CapturePayment(bg, sessionInfo(t, id2))
+	_, err = serve(bg, s, capturePaymentRow, sessionInfo(t, id2))
 	assert.Equal(t, errOutcomeUnknown, err)
 	delete(gw.fail, "status")
-	got, err = s.CapturePayment(bg, sessionInfo(t, id2))
+	got, err = serve(bg, s, capturePaymentRow, sessionInfo(t, id2))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result)
 	assert.Equal(t, 2, gw.count("capture"), "each payment captured once")
@@ -138,7 +138,7 @@ func TestRowCaptureUnknownResult(t *testing.T) {
 func TestRowVoidAuthorization(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	id := gw.add(restbackend.StateAuthorized, 100)
-	got, err := s.VoidAuthorization(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, voidAuthorizationRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result)
 	assert.Equal(t, restbackend.StateCanceled, gw.payments[id].State)
@@ -146,7 +146,7 @@ func TestRowVoidAuthorization(t *testing.T) {
 	// A reply lost after the gateway voided: reconciled by the state.
 	id2 := gw.add(restbackend.StateAuthorized, 100)
 	gw.fail["void"], gw.lostReply = errors.New("connection reset"), true
-	got, err = s.VoidAuthorization(bg, sessionInfo(t, id2))
+	got, err = serve(bg, s, voidAuthorizationRow, sessionInfo(t, id2))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result, "the state tells the void happened")
 }
@@ -155,7 +155,7 @@ func TestRowVoidRecurrentPayment(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	id := gw.add(restbackend.StatePaid, 100)
 	gw.payments[id].Recurrence = &restbackend.Recurrence{RecurrenceCycle: "ON_DEMAND", RecurrenceState: "STARTED"}
-	got, err := s.VoidRecurrentPayment(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, voidRecurrentPaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result)
 	verifiesAsResult(t, got)
@@ -166,7 +166,7 @@ func TestRowVoidRecurrentPayment(t *testing.T) {
 	cfg.Gateway, cfg.Store = gw, memStore(t)
 	s2, err := New(cfg)
 	require.NoError(t, err)
-	got, err = s2.VoidRecurrentPayment(bg, sessionInfo(t, id))
+	got, err = serve(bg, s2, voidRecurrentPaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.True(t, Verify(testSecureKey, *got.EncryptedSignature, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...))
 }
@@ -174,12 +174,12 @@ func TestRowVoidRecurrentPayment(t *testing.T) {
 func TestRowRefundPayment(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	id := gw.add(restbackend.StatePaid, 12900)
-	got, err := s.RefundPayment(bg, sessionInfo(t, id))
+	got, err := serve(bg, s, refundPaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result)
 	assert.Equal(t, []restbackend.Refund{{ID: gw.refunds[id][0].ID, Amount: 12900, State: restbackend.RefundSucceeded}}, gw.refunds[id],
 		"the whole amount refunded")
-	got, err = s.RefundPayment(bg, sessionInfo(t, id))
+	got, err = serve(bg, s, refundPaymentRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Equal(t, Finished, got.Result, "answered from the ledger")
 	assert.Equal(t, 1, gw.count("refund"))
@@ -187,8 +187,12 @@ func TestRowRefundPayment(t *testing.T) {
 
 func TestRowRefundRequests(t *testing.T) {
 	for name, refund := range map[string]func(*Service, *RefundRequest) (*PaymentResult, error){
-		"partiallyRefundPayment":       func(s *Service, in *RefundRequest) (*PaymentResult, error) { return s.PartiallyRefundPayment(bg, in) },
-		"refundPayment(refundRequest)": func(s *Service, in *RefundRequest) (*PaymentResult, error) { return s.RefundPaymentRequest(bg, in) },
+		"partiallyRefundPayment": func(s *Service, in *RefundRequest) (*PaymentResult, error) {
+			return serve(bg, s, partiallyRefundPaymentRow, in)
+		},
+		"refundPayment(refundRequest)": func(s *Service, in *RefundRequest) (*PaymentResult, error) {
+			return serve(bg, s, refundPaymentRequestRow, in)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, gw, _ := fakeService(t)
@@ -225,7 +229,7 @@ func TestRowCreatePayment(t *testing.T) {
 	c := &PaymentCommand{TargetGoID: &goid, ProductName: "Kniha", TotalPrice: &price, Currency: "CZK", OrderNumber: "OBJ-1",
 		SuccessURL: "https://shop.example/ok", FailedURL: "https://shop.example/ko", PaymentChannels: "eu_gp_u"}
 	c.EncryptedSignature = signed(t, c.SignatureFields()...)
-	got, err := s.CreatePayment(bg, c)
+	got, err := serve(bg, s, createPaymentRow, c)
 	require.NoError(t, err)
 	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
 	verifiesAsStatus(t, got)
@@ -233,14 +237,14 @@ func TestRowCreatePayment(t *testing.T) {
 	require.NoError(t, err, "the session is saved before the shop learns the payment")
 	assert.Equal(t, "https://shop.example/ok", sess.SuccessURL)
 
-	again, err := s.CreatePayment(bg, c)
+	again, err := serve(bg, s, createPaymentRow, c)
 	require.NoError(t, err)
 	assert.Equal(t, *got.PaymentSessionID, *again.PaymentSessionID, "a repeat while CREATED answers the same payment")
 	assert.Equal(t, 1, gw.count("create"))
 
 	bad := *c
 	bad.OrderNumber = "OBJ-2" // the signature covers OBJ-1
-	got, err = s.CreatePayment(bg, &bad)
+	got, err = serve(bg, s, createPaymentRow, &bad)
 	require.NoError(t, err)
 	assert.Equal(t, callFailed, got.Result)
 	assert.Equal(t, 1, gw.count("create"), "a forged command creates nothing")
@@ -249,13 +253,13 @@ func TestRowCreatePayment(t *testing.T) {
 func TestRowCreateRecurrentPayment(t *testing.T) {
 	s, gw, st := fakeService(t)
 	parent, rr := recurrenceOf(t, gw, st, "R-1")
-	got, err := s.CreateRecurrentPayment(bg, rr)
+	got, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
 	assert.Equal(t, parent, *got.ParentPaymentSessionID)
 	assert.Equal(t, "Předplatné", *got.ProductName, "the parent's productName")
 	verifiesAsStatus(t, got)
-	again, err := s.CreateRecurrentPayment(bg, rr)
+	again, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	assert.Equal(t, *got.PaymentSessionID, *again.PaymentSessionID)
 	assert.Equal(t, 1, gw.count("recurrence"), "charged once")
@@ -264,7 +268,7 @@ func TestRowCreateRecurrentPayment(t *testing.T) {
 func TestRowCreateBuyer(t *testing.T) {
 	s, gw, _ := fakeService(t)
 	goid, email := int64(testGoID), "buyer@example.cz"
-	got, err := s.CreateBuyer(bg, &BuyerCreate{EshopGoID: &goid, BuyerEmail: &email,
+	got, err := serve(bg, s, createBuyerRow, &BuyerCreate{EshopGoID: &goid, BuyerEmail: &email,
 		EncryptedSignature: signed(t, CreateBuyerFields(FormatInt(goid), "", email)...)})
 	require.NoError(t, err)
 	assert.Equal(t, Failed, got.Result)
@@ -276,7 +280,7 @@ func TestRowCreateBuyer(t *testing.T) {
 
 func TestRowPaymentMethodList(t *testing.T) {
 	s, _, _ := fakeService(t)
-	ms, err := s.PaymentMethodList(bg)
+	ms, err := serve(bg, s, paymentMethodListRow, nil)
 	require.NoError(t, err)
 	var codes []string
 	for _, m := range ms {
@@ -287,7 +291,7 @@ func TestRowPaymentMethodList(t *testing.T) {
 
 func TestRowTouch(t *testing.T) {
 	s, gw, _ := fakeService(t)
-	got, err := s.Touch(bg)
+	got, err := serve(bg, s, touchRow, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "OK", got)
 	assert.Empty(t, gw.calls)
@@ -296,7 +300,7 @@ func TestRowTouch(t *testing.T) {
 // observed records what the pipeline tells its observer.
 type observed struct{ got []CallOutcome }
 
-func (o *observed) ObserveCall(c CallOutcome) { o.got = append(o.got, c) }
+func (o *observed) Observe(c CallOutcome) { o.got = append(o.got, c) }
 
 // The pipeline tells the observer every call's result, with the goid only
 // when it is a configured merchant.
@@ -308,25 +312,25 @@ func TestPipelineObserves(t *testing.T) {
 	s, err := New(cfg)
 	require.NoError(t, err)
 	id := gw.add(restbackend.StatePaid, 100)
-	_, _ = s.PaymentStatus(bg, sessionInfo(t, id))
+	_, _ = serve(bg, s, paymentStatusRow, sessionInfo(t, id))
 	forged := sessionInfo(t, id)
 	forged.EncryptedSignature = "00"
-	_, _ = s.PaymentStatus(bg, forged)
+	_, _ = serve(bg, s, paymentStatusRow, forged)
 	other := int64(42)
 	forged.TargetGoID = &other
-	_, _ = s.CapturePayment(bg, forged)
+	_, _ = serve(bg, s, capturePaymentRow, forged)
 	gw.fail["status"] = errors.New("gateway down")
-	_, _ = s.PaymentStatus(bg, sessionInfo(t, id))
+	_, _ = serve(bg, s, paymentStatusRow, sessionInfo(t, id))
 	var got []CallOutcome
 	for _, o := range obs.got {
 		o.Duration = 0
 		got = append(got, o)
 	}
 	assert.Equal(t, []CallOutcome{
-		{Operation: "paymentStatus", GoID: testGoID, Result: resultOK},
-		{Operation: "paymentStatus", GoID: testGoID, Result: resultBadSignature},
-		{Operation: "capturePayment", Result: resultRefused},
-		{Operation: "paymentStatus", GoID: testGoID, Result: resultServerError},
+		{Operation: "paymentStatus", GoID: testGoID, Result: ResultOK},
+		{Operation: "paymentStatus", GoID: testGoID, Result: ResultBadSignature},
+		{Operation: "capturePayment", Result: ResultRefused},
+		{Operation: "paymentStatus", GoID: testGoID, Result: ResultServerError},
 	}, got)
 }
 
@@ -351,10 +355,10 @@ func TestRowCreateRecurrentPaymentLostReply(t *testing.T) {
 	parent, rr := recurrenceOf(t, gw, st, "R-2")
 	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
 
-	_, err := s.CreateRecurrentPayment(bg, rr)
+	_, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceUnconfirmed, err)
 	assert.Contains(t, err.Error(), "retry the same call later")
-	_, err = s.CreateRecurrentPayment(bg, rr)
+	_, err = serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceUnconfirmed, err, "nothing learnt yet: still unknown")
 
 	// The gateway notifies the child; the bridge records its session.
@@ -363,13 +367,13 @@ func TestRowCreateRecurrentPaymentLostReply(t *testing.T) {
 	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: child, ParentID: parent, GoID: testGoID,
 		ProductName: "Předplatné", OrderNumber: "R-2", Amount: 500, Currency: "CZK", CreatedAt: s.now()}))
 
-	got, err := s.CreateRecurrentPayment(bg, rr)
+	got, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	require.Equal(t, CallCompleted, got.Result, got.ResultDescription)
 	assert.Equal(t, child, *got.PaymentSessionID, "the retry answers the child")
 	assert.Equal(t, "Předplatné", *got.ProductName)
 	verifiesAsStatus(t, got)
-	again, err := s.CreateRecurrentPayment(bg, rr)
+	again, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	assert.Equal(t, child, *again.PaymentSessionID, "settled: answered from the ledger")
 	assert.Equal(t, 1, gw.count("recurrence"), "charged once")
@@ -387,13 +391,13 @@ func TestRowCreateRecurrentPaymentNeverConfirmed(t *testing.T) {
 	parent, rr := recurrenceOf(t, gw, st, "R-3")
 	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
 
-	_, err := s.CreateRecurrentPayment(bg, rr)
+	_, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceUnconfirmed, err)
 	now = now.Add(recurrenceConfirmWithin - time.Second)
-	_, err = s.CreateRecurrentPayment(bg, rr)
+	_, err = serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceUnconfirmed, err, "within the hour: still coming")
 	now = now.Add(time.Second)
-	_, err = s.CreateRecurrentPayment(bg, rr)
+	_, err = serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceNeverConfirmed, err)
 	assert.Contains(t, err.Error(), "never creates it")
 	assert.Equal(t, 1, gw.count("recurrence"), "never a second charge")
@@ -403,7 +407,7 @@ func TestRowCreateRecurrentPaymentNeverConfirmed(t *testing.T) {
 	made := now.Add(-recurrenceConfirmWithin - 30*time.Second)
 	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: child, ParentID: parent, GoID: testGoID,
 		ProductName: "Předplatné", OrderNumber: "R-3", Amount: 500, Currency: "CZK", CreatedAt: made}))
-	got, err := s.CreateRecurrentPayment(bg, rr)
+	got, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	assert.Equal(t, child, *got.PaymentSessionID)
 	assert.Equal(t, 1, gw.count("recurrence"))
@@ -424,11 +428,11 @@ func TestRowCreateRecurrentPaymentAfterItsWindow(t *testing.T) {
 	require.NoError(t, err)
 	_, rr := recurrenceOf(t, gw, st, "R-4")
 
-	first, err := s.CreateRecurrentPayment(bg, rr)
+	first, err := serve(bg, s, createRecurrentPaymentRow, rr)
 	require.NoError(t, err)
 	clk.add(window + time.Second)
 	gw.fail["recurrence"], gw.lostReply = errors.New("connection reset after the request was sent"), true
-	_, err = s.CreateRecurrentPayment(bg, rr)
+	_, err = serve(bg, s, createRecurrentPaymentRow, rr)
 	assert.Equal(t, errRecurrenceUnconfirmed, err, "not answered with the first call's child %d", *first.PaymentSessionID)
 	assert.Equal(t, 2, gw.count("recurrence"))
 }

@@ -9,8 +9,9 @@ import (
 // What a call uses of the legacy protocol beyond its operation, for the
 // usage record (package usage): the features a shop must carry over to
 // REST and the things REST has no equivalent for. Read from the request as
-// sent, before any validation: a refused request still shows what the shop
-// relies on.
+// sent, once the call is verified (call.finish): a request refused after
+// its signature verified still shows what the shop relies on; one that
+// does not verify shows nothing (anyone can send it).
 
 // LegacyUses lists what a call of operation op (a SOAP operation or a
 // usage.Flow* name) with request req uses, for m: features (each once) and

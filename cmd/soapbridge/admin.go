@@ -402,7 +402,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <td>{{if .PreviousKeyUsed.IsZero}}not since start{{else}}{{.PreviousKeyUsed.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p>none: every merchant accepts its current key and secret only</p>{{end}}
 <h2>Legacy operations called since start</h2>
-<p>What each merchant still calls over SOAP (and must port before it can leave it).</p>
+<p>What each merchant still calls over SOAP and the legacy browser flows (and must port before it can leave them), every result counted, as the migration report counts them.</p>
 {{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
 {{range .Usage}}<tr><td>{{.Operation}}</td><td>{{.Calls}}</td></tr>{{end}}</table>{{else}}<p>no calls</p>{{end}}
 {{end}}

@@ -157,8 +157,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	closers = append(closers, stopUsage)
 
-	// Metrics: the core and the REST client are fed through their
-	// observer hooks; the store is timed by a wrapper.
+	// Metrics: the core (every call of every entry) and the REST client
+	// are fed through their observer hooks; the store is timed by a
+	// wrapper.
 	met := metrics.New(metrics.Options{Operations: wsdl.OperationNames(), GoIDs: goidsOf(cfg.Merchants),
 		MerchantLabels: cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
 	if conns != nil {
@@ -211,6 +212,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}},
 		OnBadSignature:    met.BadSignature,
 		OnUnmappedChannel: met.UnmappedChannel,
+		Observer:          met,
 		Usage:             rec,
 		CallDeadline:      cfg.CallDeadline,
 		Store:             st,
@@ -236,7 +238,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	closers = append(closers, stopSharing)
 	api, err := soapapi.New(soapapi.Config{
 		Guard:            guard,
-		Observer:         met,
 		Service:          svc,
 		Logger:           log.Named("operations"),
 		ServiceNamespace: cfg.ServiceNamespace,
@@ -255,7 +256,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	rest.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the
 	// bridge's own gateway callbacks (return, notify).
-	web.New(svc, log.Named("operations")).WithUsage(rec).Register(rest)
+	web.New(svc, log.Named("operations")).Register(rest)
 
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	var outboxDone sync.WaitGroup

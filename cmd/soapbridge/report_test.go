@@ -34,11 +34,11 @@ func recordMix(t *testing.T, db string, goid int64) {
 	require.NoError(t, err)
 	rec, err := usage.New(usage.Config{Store: us})
 	require.NoError(t, err)
-	ctx := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyAxis, Version: "1.4"})
+	ctx, axis := context.Background(), usage.Client{Family: usage.FamilyAxis, Version: "1.4"}
 	for range 3 {
-		rec.Record(ctx, usage.Event{GoID: goid, Operation: "paymentStatus", Result: usage.ResultOK})
+		rec.Record(ctx, usage.Event{GoID: goid, Operation: "paymentStatus", Result: usage.ResultOK, Client: axis})
 	}
-	rec.Record(ctx, usage.Event{GoID: goid, Operation: "createPayment", Result: usage.ResultRefused,
+	rec.Record(ctx, usage.Event{GoID: goid, Operation: "createPayment", Result: usage.ResultRefused, Client: axis,
 		Features: []usage.Feature{usage.FeatureParams}, Retired: []string{usage.RetiredChannel("cz_vb")}})
 	require.NoError(t, rec.Flush(context.Background()))
 }

@@ -7,8 +7,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/internal/testenv"
+	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/usage/report"
+	"github.com/legacybridge/soapbridge/operations/web"
 )
 
 func TestUsageReportOfKnownMix(t *testing.T) {
@@ -235,4 +241,144 @@ func toolOutput(t *testing.T, tool string, args ...string) string {
 func getJSON(t *testing.T, u string, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal([]byte(getText(t, u)), v), u)
+}
+
+// firefox is a customer's browser, as its User-Agent names it.
+const firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+// payBaseForm is the base integration's form of order naming channels,
+// signed with the demo merchant's key, as a paymentCommand.* body.
+func payBaseForm(t *testing.T, shop *flowShop, order, channels string) url.Values {
+	t.Helper()
+	v := url.Values{
+		"targetGoId": {demoGoID}, "productName": {"Kniha " + order}, "totalPrice": {"12900"},
+		"currency": {"CZK"}, "orderNumber": {order}, "paymentChannels": {channels},
+		"successURL": {shop.srv.URL + "/ok"}, "failedURL": {shop.srv.URL + "/ko"},
+	}
+	sig, err := operations.Sign(demoSecureKey, operations.PaymentCommandFields{
+		TargetGoID: demoGoID, ProductName: v.Get("productName"), TotalPrice: v.Get("totalPrice"), Currency: "CZK",
+		OrderNumber: order, FailedURL: v.Get("failedURL"), SuccessURL: v.Get("successURL"),
+		PreAuthorization: operations.FormatBool(nil), RecurrentPayment: operations.FormatBool(nil), PaymentChannels: channels,
+	}.Fields()...)
+	require.NoError(t, err)
+	v.Set("encryptedSignature", sig)
+	form := url.Values{}
+	for k, vs := range v {
+		form["paymentCommand."+k] = vs
+	}
+	return form
+}
+
+// browserDo sends one request as the customer's browser and returns the
+// status, not following a redirect.
+func browserDo(t *testing.T, method, u string, form url.Values) int {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	require.NoError(t, err)
+	req.Header.Set("User-Agent", firefox)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// statusPageCounts are the demo merchant's calls as the admin status page
+// lists them (operation → calls).
+func statusPageCounts(t *testing.T, b *bridgeProc) map[string]int64 {
+	t.Helper()
+	page := getText(t, b.AdminURL+"/")
+	_, section, ok := strings.Cut(page, "<h2>Legacy operations called since start</h2>")
+	require.True(t, ok, page)
+	_, section, ok = strings.Cut(section, "<h3>goid "+demoGoID+"</h3>")
+	require.True(t, ok, page)
+	section, _, _ = strings.Cut(section, "<h3>")
+	out := map[string]int64{}
+	for _, m := range regexp.MustCompile(`<tr><td>([^<]+)</td><td>(\d+)</td></tr>`).FindAllStringSubmatch(section, -1) {
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		require.NoError(t, err)
+		out[m[1]] = n
+	}
+	return out
+}
+
+// reportOf is the demo merchant's migration report from the bridge's
+// database (after b stopped: its record is flushed).
+func reportOf(t *testing.T, b *bridgeProc) report.Merchant {
+	t.Helper()
+	out, code := runBinary(t, []string{"SOAPBRIDGE_DATABASE=" + b.DB}, "report", "-format", "json", "-goid", demoGoID)
+	require.Equal(t, 0, code, out)
+	var r report.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	require.Len(t, r.Merchants, 1)
+	return r.Merchants[0]
+}
+
+// Forged pay-base-v2 links (the shop's goid, a signature that does not
+// verify, 24 distinct made-up channel codes) count as refused pay-base-v2
+// calls and fill nothing of the record's bounded slots: the shop's later
+// real use of the retired cz_vb still shows. The real pay-base-v2 counts
+// once, as the flow, with the browser as client: a shop that never called
+// createPayment is not told to migrate it. The status page counts what the
+// report counts.
+func TestUsageForgedPayBaseFillsNothingAndCountsOnce(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
+	shop := newFlowShop(t)
+	shop.bridge = b.URL
+	for i := range 24 {
+		form := payBaseForm(t, shop, fmt.Sprintf("F-%d", i), fmt.Sprintf("xx_forged_%02d", i))
+		form.Set("paymentCommand.encryptedSignature", strings.Repeat("ab", 24))
+		require.Equal(t, http.StatusForbidden, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, form))
+	}
+	require.Equal(t, http.StatusFound, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, payBaseForm(t, shop, "OBJ-1", "cz_vb,eu_gp_u")))
+
+	page := statusPageCounts(t, b)
+	b.Stop()
+	m := reportOf(t, b)
+	ops, clients, features, retired := usageCounts(m)
+	assert.Equal(t, map[string]opCount{"pay-base-v2": {25, 24}}, ops, "pay-base-v2 once per request, never also as createPayment")
+	assert.Equal(t, map[string]int64{"browser ": 1}, clients, "only the real form's browser")
+	assert.Equal(t, map[string]int64{"paymentChannels": 1, "channel eu_gp_u": 1}, features)
+	assert.Equal(t, map[string]int64{"channel cz_vb": 1}, retired, "the retired code the shop really uses shows")
+	assert.Equal(t, map[string]int64{"pay-base-v2": 25}, page, "the status page counts the same calls")
+}
+
+// The status page and the migration report count the same calls the same:
+// two createPayment over SOAP, a pay-base-v2 form (not a third
+// createPayment) and a forged pay-full-v2 link are each counted once, in
+// both.
+func TestStatusPageAgreesWithReport(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
+	shop := newFlowShop(t)
+	shop.bridge = b.URL
+	for i := range 2 {
+		require.Equal(t, http.StatusFound, browserDo(t, http.MethodGet, shop.srv.URL+"/buy/full?order=AGREE-"+strconv.Itoa(i), nil),
+			"createPayment over SOAP, then the shop's redirect to pay-full-v2")
+	}
+	require.Equal(t, http.StatusFound, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, payBaseForm(t, shop, "AGREE-B", "eu_gp_u")))
+	require.Equal(t, http.StatusForbidden, browserDo(t, http.MethodGet, b.URL+web.PathPayFull+"?sessionInfo.targetGoId="+demoGoID+
+		"&sessionInfo.paymentSessionId=3000000001&sessionInfo.encryptedSignature=00", nil))
+
+	page := statusPageCounts(t, b)
+	metrics := getText(t, b.AdminURL+"/metrics")
+	assert.Equal(t, 1.0, metricValue(t, metrics, "soapbridge_flow_requests_total", `flow="pay-full-v2",result="bad_signature"`))
+	assert.Equal(t, 1.0, metricValue(t, metrics, "soapbridge_flow_requests_total", `flow="pay-base-v2",result="ok"`))
+	assert.Equal(t, 2.0, metricValue(t, metrics, "soapbridge_soap_calls_total", `operation="createPayment",result="ok"`),
+		"the SOAP series count SOAP calls only")
+	b.Stop()
+	ops, _, _, _ := usageCounts(reportOf(t, b))
+	report := map[string]int64{}
+	for op, c := range ops {
+		report[op] = c.Calls
+	}
+	assert.Equal(t, map[string]int64{"createPayment": 2, "pay-base-v2": 1, "pay-full-v2": 1}, report)
+	assert.Equal(t, report, page, "status page and report agree")
 }

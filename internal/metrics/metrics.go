@@ -1,9 +1,11 @@
 // Package metrics holds the bridge's Prometheus metrics. It is the one
 // place that imports prometheus: the core (operations), its SOAP adapter
 // and the REST client only know small observer interfaces
-// (soapapi.Observer, restbackend.Observer, OutboxConfig.OnAttempt), which
-// Metrics implements, so they stay free of a metrics library and tests of
-// the core need none.
+// (operations.Observer, restbackend.Observer, OutboxConfig.OnAttempt),
+// which Metrics implements, so they stay free of a metrics library and
+// tests of the core need none. Every call of every entry (SOAP, the
+// browser flows, the callbacks) reaches Observe once, as the core's
+// operations.CallOutcome.
 //
 // Two rules keep the exposition useful when it is needed most and cheap
 // when there are many merchants:
@@ -32,10 +34,45 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 )
 
-// Results of a SOAP call (soapapi.Result* values).
+// Results of a SOAP call, as soapbridge_soap_calls_total labels them
+// (soapResult).
 var results = []string{"ok", "client_fault", "server_fault", "denied", "rate_limited"}
+
+// soapResult is the soapbridge_soap_calls_total label of a core result: a
+// reply, even one that says FAILED, is "ok".
+func soapResult(r operations.Result) string {
+	switch r {
+	case operations.ResultClientFault:
+		return "client_fault"
+	case operations.ResultServerError:
+		return "server_fault"
+	case operations.ResultDenied:
+		return "denied"
+	case operations.ResultRateLimited:
+		return "rate_limited"
+	}
+	return "ok"
+}
+
+// flowResults are the results a browser flow can end with (the core's
+// names).
+var flowResults = []operations.Result{operations.ResultOK, operations.ResultRefused, operations.ResultBadSignature,
+	operations.ResultServerError}
+
+type flowKey struct {
+	flow   string
+	result operations.Result
+}
+
+type flowUseKey struct {
+	flow string
+	goid int64
+}
 
 // MerchantSeriesMax is the most counter series one configured merchant adds
 // to a replica's exposition (with merchant labels on): a calls counter per
@@ -159,12 +196,15 @@ type Metrics struct {
 
 	// overlaps lists the merchants in key overlap (keyoverlap.go).
 	overlaps atomic.Pointer[func() []KeyOverlap]
+
+	flows map[flowKey]prometheus.Counter // soapbridge_flow_requests_total, resolved at start
 }
 
 // perMerchant is what the hot path resolves per merchant.
 type perMerchant struct {
 	goids     map[int64]bool
 	calls     map[callKey]callChild
+	flowN     map[flowUseKey]*atomic.Int64 // by flow and goid, for the status page
 	sigByGoID map[int64]prometheus.Counter // nil with merchant labels off
 	unmapped  map[int64]prometheus.Counter // nil with merchant labels off
 }
@@ -228,8 +268,17 @@ func New(o Options) *Metrics {
 	m.unmapped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_unmapped_payment_channels_total",
 		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
 		[]string{"code", "outcome"})
+	flowReqs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_flow_requests_total",
+		Help: "Requests of the legacy browser flows, the statement download and the gateway's callbacks, by flow and result."},
+		[]string{"flow", "result"})
+	m.flows = map[flowKey]prometheus.Counter{}
+	for _, f := range usage.Flows {
+		for _, r := range flowResults {
+			m.flows[flowKey{f, r}] = flowReqs.WithLabelValues(f, r.String())
+		}
+	}
 	m.counts = newStoreCounts(o.Operations)
-	r.MustRegister(build, soapCalls, soapLat, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
+	r.MustRegister(build, soapCalls, soapLat, flowReqs, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
 		m.reloads, m.dependency, ready, m.counts, connCollector{m})
 	m.registerLogins()
 
@@ -261,7 +310,7 @@ func New(o Options) *Metrics {
 // the others keep their values.
 func (m *Metrics) SetMerchants(goids []int64) {
 	old := m.per.Load()
-	p := &perMerchant{goids: map[int64]bool{}, calls: map[callKey]callChild{}}
+	p := &perMerchant{goids: map[int64]bool{}, calls: map[callKey]callChild{}, flowN: map[flowUseKey]*atomic.Int64{}}
 	merchants := append([]int64{noGoID, otherGoID}, goids...)
 	for _, g := range goids {
 		p.goids[g] = true
@@ -289,6 +338,15 @@ func (m *Metrics) SetMerchants(goids []int64) {
 				}
 				p.calls[callKey{op, g, res}] = c
 			}
+		}
+	}
+	for _, f := range usage.Flows {
+		for _, g := range merchants {
+			n := new(atomic.Int64)
+			if old != nil && old.flowN[flowUseKey{f, g}] != nil {
+				n = old.flowN[flowUseKey{f, g}]
+			}
+			p.flowN[flowUseKey{f, g}] = n
 		}
 	}
 	m.per.Store(p)
@@ -325,7 +383,30 @@ func (p *perMerchant) goidKey(goid int64) int64 {
 	return goid
 }
 
-// ObserveCall implements soapapi.Observer.
+// Observe implements operations.Observer: every finished call of every
+// entry. A SOAP call counts in the soapbridge_soap_calls_* series, a
+// browser flow in soapbridge_flow_requests_total; both in the status
+// page's counts (Usage).
+func (m *Metrics) Observe(o operations.CallOutcome) {
+	if !o.Flow {
+		m.ObserveCall(o.Operation, o.GoID, soapResult(o.Result), o.Duration)
+		return
+	}
+	r := o.Result
+	if r != operations.ResultOK && r != operations.ResultBadSignature && r != operations.ResultServerError {
+		r = operations.ResultRefused // a flow has no other refusals
+	}
+	if c, ok := m.flows[flowKey{o.Operation, r}]; ok {
+		c.Inc()
+	}
+	p := m.per.Load()
+	if n := p.flowN[flowUseKey{o.Operation, p.goidKey(o.GoID)}]; n != nil {
+		n.Add(1)
+	}
+}
+
+// ObserveCall counts one SOAP call of op by its series' labels (goid 0:
+// none; result: one of results).
 func (m *Metrics) ObserveCall(op string, goid int64, result string, d time.Duration) {
 	p := m.per.Load()
 	goid = p.goidKey(goid)
@@ -474,15 +555,16 @@ func (m *Metrics) Attempts() []OperationUse {
 	return out
 }
 
-// OperationUse is how often a merchant called one legacy operation since
-// start (any result).
+// OperationUse is how often a merchant called one legacy operation or
+// browser flow since start (any result).
 type OperationUse struct {
 	Operation string
 	Calls     int64
 }
 
 // Usage lists, per merchant (goid as text; "none" for calls without one,
-// "other" for goids no merchant has), the operations called and how often,
+// "other" for goids no merchant has), the operations and browser flows
+// called and how often (every call Observe is told of, whatever its result),
 // most called first: what a shop still uses and must port before it can
 // leave SOAP. Kept in memory for the status page, whether or not merchant
 // labels are exported.
@@ -501,6 +583,15 @@ func (m *Metrics) Usage() map[string][]OperationUse {
 			byMerchant[ml] = map[string]int64{}
 		}
 		byMerchant[ml][k.op] += n
+	}
+	for k, c := range m.per.Load().flowN {
+		if n := c.Load(); n > 0 {
+			ml := goidLabel(k.goid)
+			if byMerchant[ml] == nil {
+				byMerchant[ml] = map[string]int64{}
+			}
+			byMerchant[ml][k.flow] += n
+		}
 	}
 	out := map[string][]OperationUse{}
 	for ml, ops := range byMerchant {

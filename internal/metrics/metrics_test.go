@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -253,4 +255,29 @@ func TestSetMerchantsOnReload(t *testing.T) {
 	}
 	assert.Equal(t, map[string]float64{"1": 2, "3": 1, "other": 1}, got)
 	assert.Equal(t, int64(2), m.Usage()["1"][0].Calls, "the status page's count survives the reload")
+}
+
+// Observe reads the core's outcome of every entry: a SOAP call counts in
+// the SOAP series (a refused reply is still a reply: "ok"), a browser flow
+// in soapbridge_flow_requests_total only; both in the status page's counts.
+func TestObserveEveryEntry(t *testing.T) {
+	m := New(Options{Operations: legacyOps, GoIDs: []int64{1}, MerchantLabels: true})
+	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultOK})
+	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultBadSignature})
+	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultRateLimited})
+	m.Observe(operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultOK})
+	m.Observe(operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultBadSignature})
+	m.Observe(operations.CallOutcome{Operation: usage.FlowPayFull, Flow: true, Result: operations.ResultRefused})
+
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.per.Load().calls[callKey{"createPayment", 1, "ok"}].count))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.per.Load().calls[callKey{"createPayment", 1, "rate_limited"}].count))
+	text := gather(t, m)
+	assert.Contains(t, text, `soapbridge_flow_requests_total{flow="pay-base-v2",result="ok"} 1`)
+	assert.Contains(t, text, `soapbridge_flow_requests_total{flow="pay-base-v2",result="bad_signature"} 1`)
+	assert.Contains(t, text, `soapbridge_flow_requests_total{flow="pay-full-v2",result="refused"} 1`)
+	assert.NotContains(t, text, `operation="pay-base-v2"`, "no flow in the SOAP series")
+	assert.Equal(t, map[string][]OperationUse{
+		"1":    {{"createPayment", 3}, {"pay-base-v2", 2}},
+		"none": {{"pay-full-v2", 1}},
+	}, m.Usage())
 }

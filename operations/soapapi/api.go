@@ -43,13 +43,11 @@ type Config struct {
 	// goid (touch, paymentMethodList) move no money and are not asked
 	// about.
 	Guard Guard
-	// Observer, when set, is told of every call's outcome (metrics).
-	Observer Observer
 	// Usage, when set, is the usage record: every call's context carries
 	// the client library recognised from the wire (ClientOf) and the
 	// features only the wire shows (a charset), for the core's record of
-	// the call; calls the Guard's access rules refuse never reach the core
-	// and are recorded here (its rate's refusals the core records).
+	// the call (operations.Service records every call, also those this
+	// adapter ends: Service.Unserved).
 	Usage *usage.Recorder
 }
 
@@ -63,23 +61,6 @@ type Guard interface {
 	Spend(goid int64) error
 }
 
-// Observer is told of every SOAP call once its reply is decided: the
-// operation (or "unknown"), the goid (0 when the call has none), the
-// result (Result* constants) and how long it took. It is called on the hot
-// path: implementations must not block.
-type Observer interface {
-	ObserveCall(op string, goid int64, result string, d time.Duration)
-}
-
-// Results an Observer is told.
-const (
-	ResultOK          = "ok"           // a reply (which may still say FAILED)
-	ResultClientFault = "client_fault" // unreadable or invalid request
-	ResultServerFault = "server_fault" // the bridge or the gateway failed
-	ResultDenied      = "denied"       // refused by the Guard (network, credentials)
-	ResultRateLimited = "rate_limited" // refused by the Guard's rate limit
-)
-
 // API serves the legacy operations over SOAP.
 type API struct {
 	svc    *operations.Service
@@ -87,7 +68,6 @@ type API struct {
 	codec  codec
 	limits soapenc.Limits
 	guard  Guard
-	obs    Observer
 	usage  *usage.Recorder
 	ops    map[string][]binding // by operation name; overloads in WSDL order
 }
@@ -138,7 +118,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("soapapi: %w", err)
 	}
 	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits,
-		guard: cfg.Guard, obs: cfg.Observer, usage: cfg.Usage}
+		guard: cfg.Guard, usage: cfg.Usage}
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -199,23 +179,23 @@ func localName(qname string) string {
 // type or members (chooseOverload). A returned error is always a
 // *soapenc.Fault.
 func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
-	resp, _, err := a.invoke(ctx, call, nil)
-	return resp, err
+	return a.invoke(ctx, call, nil)
 }
 
 // invoke is Invoke with the HTTP request the call came in (nil: no Guard
-// check); it also returns what the Observer is told.
-func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, callInfo, error) {
-	info := callInfo{op: "unknown", result: ResultClientFault}
+// check). Every call ends in the core: served (Service.Invoke), or, when
+// this adapter ends it first, told as unserved (Service.Unserved).
+func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, error) {
 	if call == nil {
-		return nil, info, clientFault("empty request")
+		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
+		return nil, clientFault("empty request")
 	}
 	name := call.Operation.Local
 	bs, ok := a.ops[name]
 	if !ok {
-		return nil, info, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
+		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
+		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
-	info.op = name
 	if call.Operation.Space != wsdl.NSInput {
 		logctx.From(ctx, a.log).Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
 	}
@@ -227,47 +207,38 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		decode(b.op.Param.Name, b.op.Param.Type, part, p)
 		in = p.Interface()
 	}
-	info.goid = b.goidOf(in)
+	goid := b.goidOf(in)
 	refused := func(err error) *soapenc.Fault {
-		info.result = ResultDenied
-		var d *access.Denied
-		if errors.As(err, &d) && d.RateLimit {
-			info.result = ResultRateLimited
-		}
-		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", goid), zap.String("reason", err.Error()))
 		return clientFault(err.Error())
 	}
-	if a.guard != nil && req != nil && info.goid != 0 {
-		// Access rules first; the rate once the core has verified the call.
-		if err := a.guard.Admit(req, info.goid); err != nil {
-			a.usage.Record(ctx, usage.Event{GoID: info.goid, Operation: name, Result: usage.ResultDenied})
-			return nil, info, refused(err)
+	if a.guard != nil && req != nil && goid != 0 {
+		// Access rules first; the rate once the core has verified the call
+		// (operations.Admission), so a forged call spends none of it.
+		if err := a.guard.Admit(req, goid); err != nil {
+			result := operations.ResultDenied
+			if d, ok := access.IsDenied(err); ok && d.RateLimit {
+				result = operations.ResultRateLimited
+			}
+			a.svc.Unserved(ctx, name, goid, result)
+			return nil, refused(err)
 		}
 		ctx = operations.WithAdmission(ctx, a.guard.Spend)
 	}
 	out, err := a.svc.Invoke(ctx, b.row, in)
 	if _, ok := access.IsDenied(err); ok {
-		return nil, info, refused(err) // the core recorded it (usage "denied")
+		return nil, refused(err) // the core recorded it (ResultRateLimited)
 	}
 	if err != nil {
-		info.result = ResultServerFault
 		var se *operations.ServerError
 		if errors.As(err, &se) {
-			return nil, info, serverFault(se.Msg)
+			return nil, serverFault(se.Msg)
 		}
 		logctx.From(ctx, a.log).Error("operation failed", zap.String("op", name), zap.Error(err))
-		return nil, info, serverFault("internal error")
+		return nil, serverFault("internal error")
 	}
-	info.result = ResultOK
 	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, info, nil
-}
-
-// callInfo is what an Observer is told of a call.
-type callInfo struct {
-	op     string
-	goid   int64
-	result string
+	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, nil
 }
 
 // inputPart is the part of a call: the one named as in the WSDL (any
@@ -337,9 +308,10 @@ func serverFault(msg string) *soapenc.Fault {
 func (a *API) Handler() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		start := time.Now()
-		// Log lines of this call carry the request id of the access log.
+		// Log lines of this call carry the request id of the access log;
+		// its duration counts from here.
 		ctx := logctx.WithRequestID(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID))
+		ctx = operations.WithStart(ctx, time.Now())
 		// Detached from the client's connection and bounded by the call
 		// deadline from here on: the upload of the body, the wait for a
 		// parse slot and every gateway call. No POST starts unless it can
@@ -353,9 +325,7 @@ func (a *API) Handler() echo.HandlerFunc {
 				f = clientFault("unreadable request")
 			}
 			logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
-			if a.obs != nil {
-				a.obs.ObserveCall("unknown", 0, ResultClientFault, time.Since(start))
-			}
+			a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
 			soapenc.WriteFault(c.Response(), f)
 			return nil
 		}
@@ -365,10 +335,7 @@ func (a *API) Handler() echo.HandlerFunc {
 				cctx = usage.WithFeatures(cctx, f)
 			}
 		}
-		resp, info, err := a.invoke(cctx, call, req)
-		if a.obs != nil {
-			a.obs.ObserveCall(info.op, info.goid, info.result, time.Since(start))
-		}
+		resp, err := a.invoke(cctx, call, req)
 		if err != nil {
 			var f *soapenc.Fault
 			if !errors.As(err, &f) {

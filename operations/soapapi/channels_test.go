@@ -1,7 +1,6 @@
 package soapapi
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -25,7 +24,7 @@ func createWithChannels(t *testing.T, h *harness, list, def string) (id int64, s
 	sig, err := operations.Sign(testSecureKey, c.SignatureFields()...)
 	require.NoError(t, err)
 	c.EncryptedSignature = sig
-	st, err = h.svc.CreatePayment(context.Background(), c)
+	st, err = invoke[*operations.PaymentStatus](t, h.svc, "createPayment", c)
 	require.NoError(t, err)
 	if st.PaymentSessionID != nil {
 		id = *st.PaymentSessionID
@@ -38,7 +37,7 @@ func channelStatus(t *testing.T, h *harness, id int64) *operations.PaymentStatus
 	goid := int64(testGoID)
 	sig, err := operations.Sign(testSecureKey, operations.PaymentSessionFields(fmt.Sprint(goid), fmt.Sprint(id))...)
 	require.NoError(t, err)
-	st, err := h.svc.PaymentStatus(context.Background(), &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: sig})
+	st, err := invoke[*operations.PaymentStatus](t, h.svc, "paymentStatus", &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: sig})
 	require.NoError(t, err)
 	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	return st

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
@@ -23,10 +22,10 @@ type resultLog struct {
 	results []string
 }
 
-func (r *resultLog) ObserveCall(_ string, _ int64, result string, _ time.Duration) {
+func (r *resultLog) Observe(o operations.CallOutcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.results = append(r.results, result)
+	r.results = append(r.results, o.Result.String())
 }
 
 // The stages in order, with the real Guard and core: the access rules
@@ -38,10 +37,12 @@ func TestGuardStagesAroundVerification(t *testing.T) {
 	g, err := access.NewGuard(map[int64]access.Rules{testGoID: {AllowedNetworks: "192.0.2.0/24", RateLimit: 0.001, RateBurst: 1}}, access.Options{})
 	require.NoError(t, err)
 	require.NoError(t, g.Spend(testGoID)) // the shop's one call at once: the bucket is empty now
-	svc, err := operations.New(unitConfig(t))
-	require.NoError(t, err)
 	obs := &resultLog{}
-	api, err := New(Config{Service: svc, Guard: g, Observer: obs})
+	cfg := unitConfig(t)
+	cfg.Observer = obs
+	svc, err := operations.New(cfg)
+	require.NoError(t, err)
+	api, err := New(Config{Service: svc, Guard: g})
 	require.NoError(t, err)
 	e := echo.New()
 	e.POST("/axis/EPaymentServiceV2", api.Handler())
@@ -71,5 +72,5 @@ func TestGuardStagesAroundVerification(t *testing.T) {
 	}
 	assert.Contains(t, call("198.51.100.1", signed), "access denied: calls for goid 8123456789 are not accepted from address 198.51.100.1")
 	assert.Contains(t, call("192.0.2.7", signed), "rate limit exceeded: goid 8123456789 may make at most 0.001 calls per second")
-	assert.Equal(t, []string{ResultOK, ResultOK, ResultOK, ResultOK, ResultOK, ResultDenied, ResultRateLimited}, obs.results)
+	assert.Equal(t, []string{"bad_signature", "bad_signature", "bad_signature", "bad_signature", "bad_signature", "denied", "rate_limited"}, obs.results)
 }

@@ -43,7 +43,7 @@ func statusOf(t *testing.T, h *harness, id int64) *operations.PaymentStatus {
 	goid := int64(testGoID)
 	sig, err := operations.Sign(captureKey, operations.PaymentSessionFields(operations.FormatInt(goid), operations.FormatInt(id))...)
 	require.NoError(t, err)
-	st, err := h.svc.PaymentStatus(context.Background(), &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: sig})
+	st, err := invoke[*operations.PaymentStatus](t, h.svc, "paymentStatus", &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: sig})
 	require.NoError(t, err)
 	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	return st

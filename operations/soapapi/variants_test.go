@@ -44,7 +44,7 @@ func createDemo(t *testing.T, h *harness, recurrent bool) int64 {
 	sig, err := operations.Sign(testSecureKey, c.SignatureFields()...)
 	require.NoError(t, err)
 	c.EncryptedSignature = sig
-	st, err := h.svc.CreatePayment(context.Background(), c)
+	st, err := invoke[*operations.PaymentStatus](t, h.svc, "createPayment", c)
 	require.NoError(t, err)
 	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	return *st.PaymentSessionID

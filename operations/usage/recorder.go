@@ -129,7 +129,8 @@ func New(cfg Config) (*Recorder, error) {
 // Every is the flush interval.
 func (r *Recorder) Every() time.Duration { return r.every }
 
-// Record adds one call. It never blocks on I/O.
+// Record adds one call: ev says all of it (ctx is not read for it). It
+// never blocks on I/O.
 func (r *Recorder) Record(ctx context.Context, ev Event) {
 	if r == nil {
 		return
@@ -140,10 +141,6 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	}
 	if ev.At.IsZero() {
 		ev.At = r.now()
-	}
-	w := wireFrom(ctx)
-	if ev.Client.Family == "" {
-		ev.Client = w.client
 	}
 	if !knownFamily(ev.Client.Family) && ev.Client.Family != FamilyNone {
 		ev.Client = Client{Family: FamilyUnknown}
@@ -172,9 +169,6 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		m.add(key{store.UsageClient, string(ev.Client.Family), CleanVersion(ev.Client.Version)}, one)
 	}
 	for _, f := range ev.Features {
-		m.add(key{store.UsageFeature, store.Clip(string(f), MaxRetiredText), ""}, one)
-	}
-	for _, f := range w.features {
 		m.add(key{store.UsageFeature, store.Clip(string(f), MaxRetiredText), ""}, one)
 	}
 	for _, x := range ev.Retired {

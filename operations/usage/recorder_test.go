@@ -75,19 +75,22 @@ func rows(t testing.TB, st usageStore, goid int64) []string {
 func TestRecordFlushesSums(t *testing.T) {
 	st := sqliteStore(t, "")
 	r := newRecorder(t, st, 7)
-	ctx := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"})
-	ctx = usage.WithFeatures(ctx, usage.FeatureWindows1250)
+	ctx := context.Background()
+	php := usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"}
+	cp1250 := usage.FeatureWindows1250
 	for i := range 3 {
-		r.Record(ctx, usage.Event{GoID: 7, Operation: "createPayment", Result: usage.ResultOK,
-			Features: []usage.Feature{usage.FeatureParams, usage.ChannelFeature("cz_kb")}, At: t0.Add(time.Duration(i) * time.Minute)})
+		r.Record(ctx, usage.Event{GoID: 7, Operation: "createPayment", Result: usage.ResultOK, Client: php,
+			Features: []usage.Feature{usage.FeatureParams, usage.ChannelFeature("cz_kb"), cp1250}, At: t0.Add(time.Duration(i) * time.Minute)})
 	}
-	r.Record(ctx, usage.Event{GoID: 7, Operation: "createBuyer", Result: usage.ResultRefused,
+	r.Record(ctx, usage.Event{GoID: 7, Operation: "createBuyer", Result: usage.ResultRefused, Client: php, Features: []usage.Feature{cp1250},
 		Retired: []string{usage.RetiredOperation("createBuyer")}, At: t0.Add(10 * time.Minute)})
-	// An explicit client wins over the context's.
-	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowPayFull, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyBrowser}})
-	r.Record(context.Background(), usage.Event{Operation: "touch", Result: usage.ResultOK})
+	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowPayFull, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyBrowser},
+		Features: []usage.Feature{cp1250}})
+	// No client: unknown.
+	r.Record(ctx, usage.Event{Operation: "touch", Result: usage.ResultOK})
 	// The gateway's notification: no client of the shop to count.
-	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowNotification, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyNone}})
+	r.Record(ctx, usage.Event{GoID: 7, Operation: usage.FlowNotification, Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyNone},
+		Features: []usage.Feature{cp1250}})
 
 	require.NoError(t, r.Flush(context.Background()))
 	assert.Equal(t, []string{
@@ -268,8 +271,8 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 // every core at once.
 func BenchmarkRecord(b *testing.B) {
 	r := newRecorder(b, sqliteStore(b, ""))
-	ctx := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"})
-	ev := usage.Event{Operation: "createPayment", Result: usage.ResultOK,
+	ctx := context.Background()
+	ev := usage.Event{Operation: "createPayment", Result: usage.ResultOK, Client: usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"},
 		Features: []usage.Feature{usage.FeatureParams, usage.FeaturePaymentChannels, usage.ChannelFeature("cz_kb")}}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -11,19 +11,19 @@
 // how a call arrived. The adapters tell the client (Client, WithClient)
 // and the features only they see (charsets) through the call's context.
 //
-// Who records what: the core's operation pipeline records every SOAP call
-// it runs, once, when its reply is decided:
+// Who records what: one place, the core's pipeline (package operations,
+// the end of every call: the SOAP operations, the browser flows, the
+// statement download, the callbacks, and the calls an adapter refused
+// before the core), once per call, from the finished call's outcome:
 //
-//	features, retired := merchant.LegacyUses(op, req) // package operations
 //	rec.Record(ctx, usage.Event{GoID: goid, Operation: op, Result: result,
-//		Features: features, Retired: retired})
+//		Client: client, Features: features, Retired: retired})
 //
-// with ctx the call's context (it carries the client), goid the one the
-// request names (0 for touch and paymentMethodList) and result ResultOK,
-// ResultRefused (a FAILED / CALL_FAILED reply) or ResultServerFault. The
-// SOAP adapter records the calls its Guard refuses (ResultDenied), which
-// never reach the core; the HTTP adapter records the browser flows, the
-// statement download and the gateway's notifications.
+// with goid the one the request names (0 for touch and paymentMethodList).
+// The client (WithClient), the features only the adapter sees
+// (WithFeatures) and what the request used (Merchant.LegacyUses) are in
+// the event only when the call was verified (its signature or token):
+// a stranger's call counts as its result, nothing more.
 package usage
 
 import (
@@ -76,11 +76,10 @@ type Event struct {
 	// Operation is the SOAP operation or a Flow* name.
 	Operation string
 	Result    Result
-	// Client is who sent it; when zero the Recorder takes the one the
-	// adapter put in the context (WithClient).
+	// Client is who sent it (zero: unknown; FamilyNone: not counted).
 	Client Client
 	// Features are the legacy features the call used (Feature*
-	// constants, ChannelFeature); the context's (WithFeatures) are added.
+	// constants, ChannelFeature).
 	Features []Feature
 	// Retired are things the call used that have no REST equivalent
 	// ("channel cz_vb", "operation createBuyer"; RetiredChannel,
@@ -99,7 +98,7 @@ type wire struct {
 }
 
 // WithClient returns ctx carrying the client that sent the call, for the
-// Recorder to find when the core records the call's Event.
+// core to put in the call's Event once the call is verified.
 func WithClient(ctx context.Context, c Client) context.Context {
 	w := wireFrom(ctx)
 	w.client = c
@@ -107,7 +106,8 @@ func WithClient(ctx context.Context, c Client) context.Context {
 }
 
 // WithFeatures returns ctx carrying features only the adapter sees (the
-// charset of a SOAP body or a form); they are added to the call's Event.
+// charset of a SOAP body or a form); the core adds them to the call's
+// Event once the call is verified.
 func WithFeatures(ctx context.Context, fs ...Feature) context.Context {
 	if len(fs) == 0 {
 		return ctx
@@ -133,7 +133,8 @@ func ClientFrom(ctx context.Context) Client {
 	return Client{Family: FamilyUnknown}
 }
 
-func featuresFrom(ctx context.Context) []Feature {
+// FeaturesFrom are the features WithFeatures put in ctx.
+func FeaturesFrom(ctx context.Context) []Feature {
 	if w, _ := ctx.Value(ctxKey{}).(*wire); w != nil {
 		return w.features
 	}

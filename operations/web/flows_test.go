@@ -120,11 +120,12 @@ func newFlEnvWith(t *testing.T, o flOptions) *flEnv {
 		Store:               st,
 		PublicURL:           env.bridge.URL,
 		ReturnStatusTimeout: o.returnTimeout,
+		Usage:               o.usage,
 		Outbox:              operations.OutboxConfig{Store: env.outStore, Poll: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }},
 	})
 	require.NoError(t, err)
 	e := echo.New()
-	New(env.svc, nil).WithUsage(o.usage).Register(e)
+	New(env.svc, nil).Register(e)
 	h = e
 	done := make(chan struct{})
 	go func() { env.svc.RunOutbox(ctx); close(done) }()
@@ -187,7 +188,7 @@ func prefixed(prefix string, v url.Values) url.Values {
 func (env *flEnv) create(t *testing.T, order, success, failed string, extra ...string) int64 {
 	t.Helper()
 	cmd := operations.PaymentCommandFromForm(prefixed("paymentCommand.", flCommand(order, success, failed, extra...)))
-	st, err := env.svc.CreatePayment(context.Background(), cmd)
+	st, err := invoke[*operations.PaymentStatus](t, env.svc, "createPayment", cmd)
 	require.NoError(t, err)
 	require.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	require.NotNil(t, st.PaymentSessionID)
@@ -481,7 +482,7 @@ func TestRecurringChildNotification(t *testing.T) {
 	sig, err := operations.Sign(flSecureKey, operations.PaymentSessionFields("8123456789", operations.FormatInt(childID))...)
 	require.NoError(t, err)
 	goid := int64(flGoID)
-	st, err := env.svc.PaymentStatus(ctx, &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &childID, EncryptedSignature: sig})
+	st, err := invoke[*operations.PaymentStatus](t, env.svc, "paymentStatus", &operations.SessionInfo{TargetGoID: &goid, PaymentSessionID: &childID, EncryptedSignature: sig})
 	require.NoError(t, err)
 	assert.Equal(t, operations.CallCompleted, st.Result, st.ResultDescription)
 	require.NotNil(t, st.ParentPaymentSessionID)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +36,19 @@ func memStore(t *testing.T) store.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// invoke serves one call of the core's row named op (the table's way, as
+// the SOAP adapter does) and returns its typed reply.
+func invoke[Out any](t *testing.T, svc *operations.Service, op string, in any) (Out, error) {
+	t.Helper()
+	for _, r := range operations.Operations() {
+		if r.Name() == op && r.Input() == reflect.TypeOf(in).Elem() {
+			out, err := svc.Invoke(context.Background(), r, in)
+			o, _ := out.(Out)
+			return o, err
+		}
+	}
+	t.Fatalf("no row %s for %T", op, in)
+	panic("unreachable")
 }

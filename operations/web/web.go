@@ -8,6 +8,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -46,9 +47,8 @@ var flowPages = template.Must(template.ParseFS(flowTemplates, "templates/*.html"
 
 // Flows serves the legacy browser flows of a core Service.
 type Flows struct {
-	svc   *operations.Service
-	log   *zap.Logger
-	usage *usage.Recorder
+	svc *operations.Service
+	log *zap.Logger
 }
 
 // New returns the flows of svc; log is the logger of their requests.
@@ -59,46 +59,21 @@ func New(svc *operations.Service, log *zap.Logger) *Flows {
 	return &Flows{svc: svc, log: log}
 }
 
-// WithUsage makes the flows record each request in the usage record r:
-// the merchant, the flow, its outcome, the client and the legacy features
-// used (the form's charset, the statement's format). The browser flows
-// run beside the core's operation pipeline, so they are recorded here.
-func (f *Flows) WithUsage(r *usage.Recorder) *Flows {
-	f.usage = r
-	return f
-}
-
-// record adds one flow request of merchant goid to the usage record; err
-// is its outcome as the core returned it.
-func (f *Flows) record(c echo.Context, goid int64, flow string, err error, client usage.Client, features []usage.Feature, retired []string) {
-	if f.usage == nil || goid == 0 {
-		return
+// withWire is the request's context carrying what only the adapter sees
+// of the request, for the core's usage record of the call (which counts
+// it only once the call is verified): the client, by its User-Agent, and
+// how a form was encoded.
+func withWire(c echo.Context, cs formCharset) context.Context {
+	ctx := c.Request().Context()
+	cl, ok := usage.ParseUserAgent(c.Request().Header.Get("User-Agent"))
+	if !ok {
+		cl = usage.Client{Family: usage.FamilyUnknown}
 	}
-	res := usage.ResultOK
-	if err != nil {
-		res = usage.ResultServerFault
-		if pe := pageOf(err, 0); pe != nil && pe.Status < 500 {
-			res = usage.ResultRefused
-		}
-	}
-	f.usage.Record(c.Request().Context(), usage.Event{GoID: goid, Operation: flow, Result: res, Client: client,
-		Features: features, Retired: retired})
-}
-
-// clientOf is who sent a flow request, by its User-Agent.
-func clientOf(c echo.Context) usage.Client {
-	if cl, ok := usage.ParseUserAgent(c.Request().Header.Get("User-Agent")); ok {
-		return cl
-	}
-	return usage.Client{Family: usage.FamilyUnknown}
-}
-
-// charsetFeatures are the features of how a form was encoded.
-func charsetFeatures(cs formCharset) []usage.Feature {
+	ctx = usage.WithClient(ctx, cl)
 	if cs == formWindows1250 {
-		return []usage.Feature{usage.FeatureWindows1250}
+		ctx = usage.WithFeatures(ctx, usage.FeatureWindows1250)
 	}
-	return nil
+	return ctx
 }
 
 // Register adds the flows' routes to e.
@@ -299,21 +274,18 @@ func (f *Flows) payFull(c echo.Context) error {
 	if err != nil {
 		return f.page(c, err, 0)
 	}
-	m, err := f.svc.FlowMerchant("sessionInfo.targetGoId", form.Get("sessionInfo.targetGoId"))
+	loc, err := f.svc.PayFull(withWire(c, cs), operations.PayFullRequest{TargetGoID: form.Get("sessionInfo.targetGoId"),
+		PaymentSessionID: form.Get("sessionInfo.paymentSessionId"), EncryptedSignature: form.Get("sessionInfo.encryptedSignature")})
 	if err != nil {
-		return f.page(c, err, 0)
+		return f.page(c, err, pageID(form.Get("sessionInfo.paymentSessionId")))
 	}
-	id, err := operations.FlowID("sessionInfo.paymentSessionId", form.Get("sessionInfo.paymentSessionId"))
-	if err == nil {
-		var loc string
-		loc, err = f.svc.PayFull(c.Request().Context(), m, id, form.Get("sessionInfo.encryptedSignature"))
-		if err == nil {
-			f.record(c, m.GoID, usage.FlowPayFull, nil, clientOf(c), charsetFeatures(cs), nil)
-			return redirect(c, loc)
-		}
-	}
-	f.record(c, m.GoID, usage.FlowPayFull, err, clientOf(c), charsetFeatures(cs), nil)
-	return f.page(c, err, id)
+	return redirect(c, loc)
+}
+
+// pageID is the payment id a page names (0 when raw is none).
+func pageID(raw string) int64 {
+	id, _ := operations.FlowID("", raw)
+	return id
 }
 
 // payBase serves the base integration: the e-shop's page posts (or links)
@@ -324,18 +296,17 @@ func (f *Flows) payBase(c echo.Context) error {
 	if err != nil {
 		return f.page(c, err, 0)
 	}
-	m, err := f.svc.FlowMerchant("paymentCommand.targetGoId", form.Get("paymentCommand.targetGoId"))
-	if err != nil {
-		return f.page(c, err, 0)
-	}
-	cmd := operations.PaymentCommandFromForm(form)
-	features, retired := m.LegacyUses(usage.FlowPayBase, cmd)
-	loc, err := f.svc.PayBase(c.Request().Context(), m, cmd)
-	f.record(c, m.GoID, usage.FlowPayBase, err, clientOf(c), append(features, charsetFeatures(cs)...), retired)
+	loc, err := f.svc.PayBase(withWire(c, cs), form.Get("paymentCommand.targetGoId"), operations.PaymentCommandFromForm(form))
 	if err != nil {
 		return f.page(c, err, 0)
 	}
 	return redirect(c, loc)
+}
+
+// callbackOf is the query of a gateway callback.
+func callbackOf(c echo.Context) operations.CallbackRequest {
+	q := c.QueryParams()
+	return operations.CallbackRequest{GoID: q.Get("goid"), PaymentID: q.Get("id"), Token: q.Get(operations.CallbackTokenParam)}
 }
 
 // returnFromGateway is where the gateway sends the customer back
@@ -345,17 +316,9 @@ func (f *Flows) payBase(c echo.Context) error {
 // cannot be read now, the customer may well have paid: the pending page
 // says so, warns against paying again and offers a reload of this URL.
 func (f *Flows) returnFromGateway(c echo.Context) error {
-	q := c.QueryParams()
-	m, err := f.svc.FlowMerchant("goid", q.Get("goid"))
-	if err != nil {
-		return f.page(c, err, 0)
-	}
-	id, err := operations.FlowID("id", q.Get("id"))
-	if err != nil {
-		return f.page(c, err, 0)
-	}
-	loc, err := f.svc.ReturnURL(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
-	f.record(c, m.GoID, usage.FlowReturn, err, clientOf(c), nil, nil)
+	req := callbackOf(c)
+	loc, err := f.svc.ReturnURL(withWire(c, formUTF8), req)
+	id := pageID(req.PaymentID)
 	if errors.Is(err, operations.ErrGatewayDown) || errors.Is(err, operations.ErrStoreDown) {
 		return f.pendingPage(c, id)
 	}
@@ -370,24 +333,23 @@ func (f *Flows) returnFromGateway(c echo.Context) error {
 // notification for the e-shop is stored; 5xx makes the gateway repeat the
 // call; a wrong or missing token is 404.
 func (f *Flows) notify(c echo.Context) error {
-	q := c.QueryParams()
+	req := callbackOf(c)
 	plain := func(status int, msg string) error { return c.String(status, msg+"\n") }
-	m, err := f.svc.FlowMerchant("goid", q.Get("goid"))
-	if err != nil {
-		pe := pageOf(err, 0)
-		return plain(pe.Status, pe.EN)
-	}
-	id, err := operations.FlowID("id", q.Get("id"))
-	if err != nil {
-		return plain(http.StatusBadRequest, pageOf(err, 0).EN)
-	}
-	err = f.svc.AcceptNotification(c.Request().Context(), m, id, q.Get(operations.CallbackTokenParam))
 	// The gateway calls here, not the shop: the shop's part is the legacy
 	// notification this becomes.
-	f.record(c, m.GoID, usage.FlowNotification, err, usage.Client{Family: usage.FamilyNone}, nil, nil)
+	ctx := usage.WithClient(c.Request().Context(), usage.Client{Family: usage.FamilyNone})
+	err := f.svc.AcceptNotification(ctx, req)
+	id := pageID(req.PaymentID)
+	var (
+		bp *operations.BadParamError
+		um *operations.UnknownMerchantError
+	)
 	switch {
 	case err == nil:
 		return plain(http.StatusOK, "OK")
+	case errors.As(err, &bp), errors.As(err, &um):
+		pe := pageOf(err, 0)
+		return plain(pe.Status, pe.EN)
 	case errors.Is(err, operations.ErrUnknownPayment):
 		return plain(http.StatusNotFound, pageUnknownPayment(id).EN)
 	case errors.Is(err, operations.ErrGatewayDown):
@@ -409,11 +371,7 @@ func (f *Flows) statement(c echo.Context) error {
 		DateFrom: get("dateFrom"), DateTo: get("dateTo"), TargetGoID: get("targetGoId"),
 		Currency: get("currency"), ContentType: get("contentType"), EncryptedSignature: get("encryptedSignature"),
 	}
-	file, err := f.svc.Statement(c.Request().Context(), req)
-	if m, merr := f.svc.FlowMerchant("statementRequest.targetGoId", req.TargetGoID); merr == nil {
-		features, retired := m.LegacyUses(usage.FlowStatement, req)
-		f.record(c, m.GoID, usage.FlowStatement, err, clientOf(c), features, retired)
-	}
+	file, err := f.svc.Statement(withWire(c, formUTF8), req)
 	if err != nil {
 		fail := func(status int, msg string) error { return c.String(status, msg+"\n") }
 		var (

@@ -47,27 +47,29 @@ func knownMix(t *testing.T) reportStore {
 	rec, err := usage.New(usage.Config{Store: rs, Every: time.Hour})
 	require.NoError(t, err)
 
-	php := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"})
-	java := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyJava, Version: "Java/1.8.0_392"})
-	browser := usage.WithClient(context.Background(), usage.Client{Family: usage.FamilyBrowser})
+	php := usage.Client{Family: usage.FamilyPHP, Version: "8.2.36"}
+	java := usage.Client{Family: usage.FamilyJava, Version: "Java/1.8.0_392"}
+	browser := usage.Client{Family: usage.FamilyBrowser}
+	bg := context.Background()
+	by := func(c usage.Client, e usage.Event) usage.Event { e.Client = c; return e }
 	at := func(day, hour int) time.Time { return t0.Add(time.Duration(24*day+hour) * time.Hour) }
 	ev := func(goid int64, op string, res usage.Result, when time.Time, fs []usage.Feature, retired ...string) usage.Event {
 		return usage.Event{GoID: goid, Operation: op, Result: res, At: when, Features: fs, Retired: retired}
 	}
 	create := []usage.Feature{usage.FeatureParams, usage.FeaturePaymentChannels, usage.ChannelFeature("cz_kb")}
-	rec.Record(php, ev(shopPHP, "createPayment", usage.ResultOK, at(0, 1), create, usage.RetiredChannel("cz_vb")))
-	rec.Record(php, ev(shopPHP, "createPayment", usage.ResultOK, at(1, 1), create, usage.RetiredChannel("cz_vb")))
-	rec.Record(php, ev(shopPHP, "createPayment", usage.ResultRefused, at(1, 2), create))
+	rec.Record(bg, by(php, ev(shopPHP, "createPayment", usage.ResultOK, at(0, 1), create, usage.RetiredChannel("cz_vb"))))
+	rec.Record(bg, by(php, ev(shopPHP, "createPayment", usage.ResultOK, at(1, 1), create, usage.RetiredChannel("cz_vb"))))
+	rec.Record(bg, by(php, ev(shopPHP, "createPayment", usage.ResultRefused, at(1, 2), create)))
 	for h := range 3 {
-		rec.Record(php, ev(shopPHP, "paymentStatus", usage.ResultOK, at(2, h), nil))
+		rec.Record(bg, by(php, ev(shopPHP, "paymentStatus", usage.ResultOK, at(2, h), nil)))
 	}
-	rec.Record(php, ev(shopPHP, "paymentStatus", usage.ResultServerFault, at(2, 5), nil))
-	rec.Record(browser, ev(shopPHP, usage.FlowPayFull, usage.ResultOK, at(0, 2), nil))
-	rec.Record(browser, ev(shopPHP, usage.FlowPayFull, usage.ResultOK, at(1, 2), nil))
-	rec.Record(java, ev(shopPHP, usage.FlowStatement, usage.ResultOK, at(3, 0),
-		[]usage.Feature{usage.FeatureStatementNoCurrency, usage.FeatureStatementXLS}))
-	rec.Record(php, ev(0, "touch", usage.ResultOK, at(0, 0), nil))
-	rec.Record(context.Background(), ev(shopGone, "createBuyer", usage.ResultRefused, at(0, 0), nil, usage.RetiredOperation("createBuyer")))
+	rec.Record(bg, by(php, ev(shopPHP, "paymentStatus", usage.ResultServerFault, at(2, 5), nil)))
+	rec.Record(bg, by(browser, ev(shopPHP, usage.FlowPayFull, usage.ResultOK, at(0, 2), nil)))
+	rec.Record(bg, by(browser, ev(shopPHP, usage.FlowPayFull, usage.ResultOK, at(1, 2), nil)))
+	rec.Record(bg, by(java, ev(shopPHP, usage.FlowStatement, usage.ResultOK, at(3, 0),
+		[]usage.Feature{usage.FeatureStatementNoCurrency, usage.FeatureStatementXLS})))
+	rec.Record(bg, by(php, ev(0, "touch", usage.ResultOK, at(0, 0), nil)))
+	rec.Record(bg, ev(shopGone, "createBuyer", usage.ResultRefused, at(0, 0), nil, usage.RetiredOperation("createBuyer")))
 	require.NoError(t, rec.Flush(context.Background()))
 	return rs
 }
