@@ -65,7 +65,7 @@ func payBaseCommand(t *testing.T, order, channels string, forged bool) *PaymentC
 // Forged pay-base-v2 links (the shop's goid, a made-up signature, a
 // distinct channel code and client each) count as refused pay-base-v2
 // calls and nothing more: they fill none of the record's bounded slots, so
-// the shop's later real use of the retired cz_vb still shows. A real
+// the shop's later real use of the retired eu_mb_w still shows. A real
 // pay-base-v2 is recorded once, as the flow, with the browser as client:
 // never also as a createPayment the shop did not call. The observer is
 // told the same calls.
@@ -80,7 +80,7 @@ func TestPayBaseRecordedOnceAndForgedOnesFillNothing(t *testing.T) {
 	assert.Zero(t, gw.count("create"), "a forged form creates nothing")
 
 	ctx := usage.WithClient(bg, usage.Client{Family: usage.FamilyBrowser})
-	loc, err := s.PayBase(ctx, FormatInt(testGoID), payBaseCommand(t, "OBJ-1", "cz_vb,eu_gp_u", false))
+	loc, err := s.PayBase(ctx, FormatInt(testGoID), payBaseCommand(t, "OBJ-1", "eu_mb_w,eu_gp_u", false))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(loc, "https://gw.example/"), loc)
 	assert.Equal(t, 1, gw.count("create"))
@@ -91,7 +91,7 @@ func TestPayBaseRecordedOnceAndForgedOnesFillNothing(t *testing.T) {
 		"client browser 1",
 		"feature channel eu_gp_u 1",
 		"feature paymentChannels 1",
-		"retired channel cz_vb 1",
+		"retired channel eu_mb_w 1",
 	}, usageOf(t, rec, us, testGoID))
 
 	var kinds []string

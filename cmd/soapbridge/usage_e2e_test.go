@@ -325,7 +325,7 @@ func reportOf(t *testing.T, b *bridgeProc) report.Merchant {
 // Forged pay-base-v2 links (the shop's goid, a signature that does not
 // verify, 24 distinct made-up channel codes) count as refused pay-base-v2
 // calls and fill nothing of the record's bounded slots: the shop's later
-// real use of the retired cz_vb still shows. The real pay-base-v2 counts
+// real use of the retired eu_mb_w still shows. The real pay-base-v2 counts
 // once, as the flow, with the browser as client: a shop that never called
 // createPayment is not told to migrate it. The status page counts what the
 // report counts.
@@ -338,7 +338,7 @@ func TestUsageForgedPayBaseFillsNothingAndCountsOnce(t *testing.T) {
 		form.Set("paymentCommand.encryptedSignature", strings.Repeat("ab", 24))
 		require.Equal(t, http.StatusForbidden, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, form))
 	}
-	require.Equal(t, http.StatusFound, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, payBaseForm(t, shop, "OBJ-1", "cz_vb,eu_gp_u")))
+	require.Equal(t, http.StatusFound, browserDo(t, http.MethodPost, b.URL+web.PathPayBase, payBaseForm(t, shop, "OBJ-1", "eu_mb_w,eu_gp_u")))
 
 	page := statusPageCounts(t, b)
 	b.Stop()
@@ -347,7 +347,7 @@ func TestUsageForgedPayBaseFillsNothingAndCountsOnce(t *testing.T) {
 	assert.Equal(t, map[string]opCount{"pay-base-v2": {25, 24}}, ops, "pay-base-v2 once per request, never also as createPayment")
 	assert.Equal(t, map[string]int64{"browser ": 1}, clients, "only the real form's browser")
 	assert.Equal(t, map[string]int64{"paymentChannels": 1, "channel eu_gp_u": 1}, features)
-	assert.Equal(t, map[string]int64{"channel cz_vb": 1}, retired, "the retired code the shop really uses shows")
+	assert.Equal(t, map[string]int64{"channel eu_mb_w": 1}, retired, "the retired code the shop really uses shows")
 	assert.Equal(t, map[string]int64{"pay-base-v2": 25}, page, "the status page counts the same calls")
 }
 
