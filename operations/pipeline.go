@@ -290,7 +290,7 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	}
 	v, ok := c.m.verify(c.s.now(), a.sig, a.signed...)
 	if !ok {
-		return badSignature(a.part)
+		return badSignatureOf(a)
 	}
 	c.v = v
 	c.s.keySeen(ctx, c.m, v.key)
@@ -299,7 +299,7 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 
 // refused logs a refused call (never its signature) and counts a forgery.
 func (c *call) refused(r *refusal) {
-	fs := []zap.Field{zap.String("op", c.op), zap.String("reason", r.desc)}
+	fs := append([]zap.Field{zap.String("op", c.op), zap.String("reason", r.desc)}, c.explain(r)...)
 	if c.goid != nil {
 		fs = append(fs, zap.Int64("goid", *c.goid))
 	}

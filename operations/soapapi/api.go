@@ -225,10 +225,16 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		if err := a.guard.Admit(req, info.goid); err != nil {
 			info.result = ResultDenied
 			var d *access.Denied
-			if errors.As(err, &d) && d.RateLimit {
-				info.result = ResultRateLimited
+			reason := access.ReasonNetwork
+			if errors.As(err, &d) {
+				if d.RateLimit {
+					info.result = ResultRateLimited
+				}
+				reason = d.Reason
 			}
-			logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()))
+			logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", info.goid), zap.String("reason", err.Error()),
+				zap.String("reason_code", reason))
+			a.svc.NoteRefusal(ctx, name, info.goid, reason, "")
 			a.usage.Record(ctx, usage.Event{GoID: info.goid, Operation: name, Result: usage.ResultDenied})
 			return nil, info, clientFault(err.Error())
 		}
