@@ -292,6 +292,7 @@ type adminMerchant struct {
 	RateLimit       string
 	Open            bool
 	Usage           []metrics.OperationUse
+	Refusals        []metrics.Refusal // the last, this replica
 }
 
 type adminServer struct {
@@ -397,6 +398,12 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
 {{range .Usage}}<tr><td>{{.Operation}}</td><td>{{.Calls}}</td></tr>{{end}}</table>{{else}}<p>no calls</p>{{end}}
 {{end}}
+<h2>Last refusals (this replica)</h2>
+<p>Why each merchant's last calls were refused, most recent first; the log line of the request id says more (docs/operations.md, "Why was it refused").</p>
+{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Refusals}}<table><tr><th>time</th><th>operation</th><th>reason</th><th>field</th><th>request id</th></tr>
+{{range .Refusals}}<tr><td>{{.At.Format "2006-01-02 15:04:05"}}</td><td>{{.Operation}}</td><td class="bad">{{.Reason}}</td><td>{{.Field}}</td><td>{{.RequestID}}</td></tr>
+{{end}}</table>{{else}}<p>none since start</p>{{end}}
+{{end}}
 </body></html>
 `))
 
@@ -408,7 +415,7 @@ func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 	for _, m := range a.merchants() {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
-			Usage: calls[strconv.FormatInt(m.GoID, 10)]}
+			Usage: calls[strconv.FormatInt(m.GoID, 10)], Refusals: a.m.LastRefusals(m.GoID)}
 		if u, err := url.Parse(m.NotificationURL); err == nil && u.Host != "" {
 			am.Notifications = u.Scheme + "://" + u.Host // never the path or query: they may carry a token
 		}
