@@ -318,17 +318,21 @@ func (s *Service) diagnose(op string, m Merchant, sig string, alts [][]string) D
 		Text: fmt.Sprintf("signed with no secure key of goid %d (nor of any merchant configured here): the shop's secure key is wrong or mistyped, or the call is forged; compare the shop's key with secure_key of goid %d", m.GoID, m.GoID)}
 }
 
-// otherMerchants are the configured merchants but goid, by goid (a
-// diagnosis tries them in a fixed order).
+// otherMerchants are the configured merchants but goid, the first
+// maxDiagKeys by goid (a diagnosis tries them in a fixed order).
 func (s *Service) otherMerchants(goid int64) []Merchant {
 	set := s.merchants.Load()
-	out := make([]Merchant, 0, len(set.byGoID))
-	for g, m := range set.byGoID {
+	goids := make([]int64, 0, len(set.byGoID))
+	for g := range set.byGoID {
 		if g != goid {
-			out = append(out, m)
+			goids = append(goids, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b Merchant) int { return int(min(max(a.GoID-b.GoID, -1), 1)) })
+	slices.Sort(goids)
+	out := make([]Merchant, 0, min(len(goids), maxDiagKeys))
+	for _, g := range goids[:min(len(goids), maxDiagKeys)] {
+		out = append(out, set.byGoID[g])
+	}
 	return out
 }
 
@@ -341,17 +345,27 @@ func decryptsToHash(key string, raw []byte) (string, bool) {
 		return "", false
 	}
 	plain := make([]byte, len(raw))
-	ecb(block, plain, raw, block.Decrypt)
-	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
-	if len(plain) != 2*sha1.Size {
+	// The first block tells a wrong key at once: 8 random bytes are all
+	// hex digits once in 3·10⁸.
+	block.Decrypt(plain[:des.BlockSize], raw[:des.BlockSize])
+	if !isHex(plain[:des.BlockSize]) {
 		return "", false
 	}
-	for _, b := range plain {
-		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F') {
-			return "", false
-		}
+	ecb(block, plain[des.BlockSize:], raw[des.BlockSize:], block.Decrypt)
+	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
+	if len(plain) != 2*sha1.Size || !isHex(plain) {
+		return "", false
 	}
 	return strings.ToLower(string(plain)), true
+}
+
+func isHex(p []byte) bool {
+	for _, b := range p {
+		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // variant is one list of fields a shop may have signed instead, and what

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/legacybridge/soapbridge/internal/reqid"
+	"github.com/legacybridge/soapbridge/restbackend"
 )
 
 const (
@@ -283,4 +284,85 @@ func encryptHashOf(t *testing.T, key string, b []byte) string {
 	out := make([]byte, len(plain))
 	ecb(block, out, plain, block.Encrypt)
 	return hex.EncodeToString(out)
+}
+
+// BenchmarkWhyHonest is an honest paymentStatus: the diagnosis runs only on
+// refusal, so this costs what it cost before (compare with the same
+// benchmark on the parent commit).
+func BenchmarkWhyHonest(b *testing.B) {
+	cfg := unitConfig(&testing.T{})
+	gw := newFakeGateway()
+	cfg.Gateway = gw
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := gw.add(restbackend.StatePaid, 100)
+	sig, _ := Sign(testSecureKey, PaymentSessionFields(FormatInt(testGoID), FormatInt(id))...)
+	in := &SessionInfo{TargetGoID: ptr64(testGoID), PaymentSessionID: &id, EncryptedSignature: sig}
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := s.PaymentStatus(bg, in)
+		if err != nil || st.Result != CallCompleted {
+			b.Fatal(err, st.Result)
+		}
+	}
+}
+
+// BenchmarkWhyRefused is a refused call of each kind: a bounded cost, the
+// worst the right key over values no variant explains (every variant
+// tried) and a forged signature among many merchants (every key tried).
+func BenchmarkWhyRefused(b *testing.B) {
+	t := &testing.T{}
+	bench := func(name string, s *Service, call func(s *Service, ctx context.Context, sig string) (any, error), sig string, code string) {
+		b.Run(name, func(b *testing.B) {
+			s.diag.now = func() time.Time { return time.Time{}.Add(time.Hour) } // past the first take: refilled
+			b.ReportAllocs()
+			for b.Loop() {
+				s.diag.mu.Lock()
+				s.diag.tokens = diagBurst
+				s.diag.mu.Unlock()
+				if _, err := call(s, bg, sig); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	s, _, _ := whyService(t)
+	cmd := whyCommand()
+	f := cmd.signatureFields().Fields()
+	bench("missing_signature", s, statusCall, "", ReasonSignatureMissing)
+	other, _ := Sign(otherSecureKey, sessionSent...)
+	bench("another_merchants_key", s, statusCall, other, ReasonKeyOtherMerchant)
+	amount, _ := Sign(newSecureKey, with(sessionSent, 0, "8.123456789E+9")...)
+	bench("goid_float_string", s, statusCall, amount, ReasonFloatString)
+	differs, _ := Sign(newSecureKey, with(f, 4, "43")...)
+	bench("createPayment_values_differ_worst", s, commandCall, differs, ReasonValuesDiffer)
+
+	// 200 merchants: a forged call decrypts with at most maxDiagKeys.
+	cfg := unitConfig(t)
+	for i := range 199 {
+		m := testMerchant()
+		m.GoID, m.ClientID, m.SecureKey = int64(8000000100+i), fmt.Sprint("c", i), fmt.Sprintf("Merchant-%03d-SecureKey-0123", i)
+		cfg.Merchants = append(cfg.Merchants, m)
+	}
+	cfg.Gateway = newFakeGateway()
+	many, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	forged, _ := Sign(strangerKey, sessionSent...)
+	bench("forged_200_merchants", many, statusCall, forged, ReasonKeyUnknown)
+	many.diag.now = nil
+	b.Run("forged_over_budget", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			many.diag.mu.Lock()
+			many.diag.tokens, many.diag.last = 0, time.Now().Add(time.Hour)
+			many.diag.mu.Unlock()
+			if _, err := statusCall(many, bg, forged); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
