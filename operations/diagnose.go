@@ -64,7 +64,7 @@ const (
 	ReasonUnknownMerchant = "unknown_merchant" // a goid no merchant has
 	ReasonInvalidRequest  = "invalid_request"  // missing or invalid values
 	ReasonGatewayRefused  = "gateway_refused"  // the gateway refused the verified call
-	ReasonReplay          = "replay"           // a repeat the bridge refuses
+	ReasonReplay          = "replay"           // a repeat of a money call in progress or in doubt (a Server fault)
 )
 
 // RefusalReasons are every reason code, the access rules' included
@@ -175,6 +175,18 @@ func (c *call) explain(r *refusal) []zap.Field {
 	return fs
 }
 
+// replayRefused notes a repeat of c's money call refused while the first
+// (or another refund of the payment) is in progress or in doubt, and is
+// the reason_code of its log line.
+func (c *call) replayRefused() zap.Field {
+	var goid int64
+	if c.known {
+		goid = c.m.GoID
+	}
+	c.s.NoteRefusal(c.ctx, c.op, goid, ReasonReplay, "")
+	return zap.String("reason_code", ReasonReplay)
+}
+
 // NoteRefusal tells OnRefusal of a refused call of op for goid (0: none
 // configured); the SOAP adapter tells it of the calls its access rules
 // refuse.
@@ -185,7 +197,11 @@ func (s *Service) NoteRefusal(ctx context.Context, op string, goid int64, reason
 	if _, ok := s.merchant(goid); !ok {
 		goid = 0
 	}
-	s.diag.onRefusal(Refusal{At: s.now(), GoID: goid, Operation: op, Reason: reason, Field: field, RequestID: reqid.From(ctx)})
+	var id string
+	if ctx != nil {
+		id = reqid.From(ctx)
+	}
+	s.diag.onRefusal(Refusal{At: s.now(), GoID: goid, Operation: op, Reason: reason, Field: field, RequestID: id})
 }
 
 // why is the diagnosis of c's refusal r.
@@ -442,7 +458,7 @@ func valueVariants(kind sigKind, names []string, alts [][]string, others []Merch
 		case "goid", "paymentSessionId", "parentPaymentSessionId":
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				for _, f := range floatStrings(n) {
-					one(i, f, ReasonFloatString, "was signed as a float string ("+floatShape(f)+"): the shop must sign it as an integer (PHP: cast with (string)(int) or use a string, not a float)")
+					one(i, f, ReasonFloatString, "was signed as a float string ("+floatShape(f)+"): the shop must sign it as an integer (in PHP a string or (string)(int), never a float)")
 				}
 			}
 			if concept(name) == "goid" {
@@ -455,7 +471,7 @@ func valueVariants(kind sigKind, names []string, alts [][]string, others []Merch
 			}
 		}
 		if t := trim(v); t != v {
-			one(i, t, ReasonWhitespace, "was signed trimmed of surrounding whitespace, but sent with it: the shop must send the value it signs (trim it before sending)")
+			one(i, t, ReasonWhitespace, "was signed trimmed of surrounding whitespace and sent with it: the shop must send the value it signs (trim it before sending)")
 		}
 		if len(alts) > 1 && len(alts[1]) == len(canon) && alts[1][i] != v {
 			one(i, alts[1][i], ReasonWhitespace, "was signed with its surrounding whitespace while the others were trimmed: the shop must trim it before signing (or send it trimmed)")

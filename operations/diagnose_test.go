@@ -366,3 +366,20 @@ func BenchmarkWhyRefused(b *testing.B) {
 		}
 	})
 }
+
+// A repeat of a money call refused while the first is in progress carries
+// the replay reason.
+func TestWhyRefusedReplay(t *testing.T) {
+	s, l, clk := onceService(t)
+	var told []Refusal
+	s.diag.onRefusal = func(r Refusal) { told = append(told, r) }
+	_, claimed, err := l.st.ClaimCall(bg, ledgerKey(refundOp, "digest"), clk.now(), time.Hour)
+	require.NoError(t, err)
+	require.True(t, claimed)
+	r := &refundLike{readable: true}
+	_, err = r.run(bg, testCall(s, refundOp, "digest"))
+	assert.Equal(t, errInProgress, err)
+	require.Len(t, told, 1)
+	assert.Equal(t, ReasonReplay, told[0].Reason)
+	assert.Equal(t, int64(testGoID), told[0].GoID)
+}
