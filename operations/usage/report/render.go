@@ -188,7 +188,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>soapbridge migration report</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #999;padding:.3em .6em;text-align:left;vertical-align:top}
-pre{background:#f4f4f4;padding:.5em;overflow-x:auto}.stale{background:#fdd;border:1px solid #b00;padding:.5em}.muted{color:#666}</style>
+pre{background:#f4f4f4;padding:.5em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}.stale{background:#fdd;border:1px solid #b00;padding:.5em}.muted{color:#666}</style>
 </head><body>
 <h1>soapbridge migration report</h1>
 <p>Version {{.Version}}, generated {{time .GeneratedAt}}{{with .Since}}; only what was used since {{time .}} (counts are totals since first seen){{end}}.
