@@ -180,6 +180,7 @@ func (r *Report) WriteHTML(w io.Writer, links bool) error {
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"title":    merchantTitle,
+	"chart":    Chart,
 	"lastCall": lastCallLine,
 	"failures": failureText,
 	"date":     func(t time.Time) string { return t.Format(time.DateOnly) },
@@ -201,6 +202,7 @@ What each merchant still uses of the legacy SOAP interface, what replaces it in 
 {{range .Merchants}}<section id="goid-{{.GoID}}">
 <h2>{{title .}}</h2>
 <p>{{lastCall .}}{{if $.Links}} · <a href="report.json?goid={{.GoID}}">JSON</a>{{end}}</p>
+{{with .Days}}<p>Last 30 days (grey: legacy calls answered, red: refused): {{chart .}}</p>{{end}}
 {{if .Operations}}<h3>Operations and flows</h3>
 <table><tr><th>operation</th><th>calls</th><th>failures</th><th>first seen</th><th>last seen</th><th>REST</th><th>what the shop changes</th></tr>
 {{range .Operations}}<tr><td>{{.Name}}{{if eq .Kind "flow"}} <span class="muted">(flow)</span>{{end}}</td><td>{{.Calls}}</td><td>{{failures .}}</td><td>{{date .FirstSeen}}</td><td>{{date .LastSeen}}</td><td><code>{{.REST}}</code></td>
