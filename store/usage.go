@@ -43,6 +43,9 @@ const (
 	DaysKept   = 30
 )
 
+// UsageDaysSchemaVersion is the migration that adds usage_days.
+const UsageDaysSchemaVersion = 9
+
 // UsageDayCount is one merchant's day.
 type UsageDayCount struct {
 	GoID           int64

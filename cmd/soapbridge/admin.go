@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/metrics"
+	"github.com/legacybridge/soapbridge/operations/usage/report"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -172,9 +173,14 @@ type probes struct {
 	log        *zap.Logger
 	client     *http.Client
 
+	// daysOf, when set, is read with the store's probe: the usage
+	// record's days the status page charts.
+	daysOf report.DayStore
+
 	mu      sync.Mutex
 	gateway *dependency // nil until probed
 	store   *dependency
+	days    []store.UsageDayCount // nil until read
 }
 
 func newProbes(st store.Store, gatewayURL string, m *metrics.Metrics, log *zap.Logger) *probes {
@@ -252,6 +258,20 @@ func (p *probes) probeStore(ctx context.Context) {
 		err = fmt.Errorf("no answer within %s", probeTimeout)
 	}
 	p.record(metrics.DependencyStore, &p.store, err)
+	if err == nil && p.daysOf != nil {
+		if days, err := p.daysOf.UsageDays(ctx); err == nil {
+			p.mu.Lock()
+			p.days = days
+			p.mu.Unlock()
+		}
+	}
+}
+
+// lastDays are the usage record's days as last read (nil: not yet).
+func (p *probes) lastDays() []store.UsageDayCount {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.days
 }
 
 // record keeps a probe's result, feeds it to the metrics and logs a change.
@@ -293,6 +313,7 @@ type adminMerchant struct {
 	Open            bool
 	Usage           []metrics.OperationUse
 	Refusals        []metrics.Refusal // the last, this replica
+	Chart           template.HTML     // the last 30 days (all replicas), as last read from the store
 }
 
 type adminServer struct {
@@ -395,7 +416,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{end}}</table>
 <h2>Legacy operations called since start</h2>
 <p>What each merchant still calls over SOAP (and must port before it can leave it).</p>
-{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
+{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{with .Chart}}<p>Last 30 days, every replica (grey: legacy calls answered, red: refused): {{.}}</p>{{end}}{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
 {{range .Usage}}<tr><td>{{.Operation}}</td><td>{{.Calls}}</td></tr>{{end}}</table>{{else}}<p>no calls</p>{{end}}
 {{end}}
 <h2>Last refusals (this replica)</h2>
@@ -411,11 +432,15 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 // results), so that it answers at once whatever the dependencies do.
 func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 	calls := a.m.Usage()
+	days := a.p.lastDays()
 	var ms []adminMerchant
 	for _, m := range a.merchants() {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
 			Usage: calls[strconv.FormatInt(m.GoID, 10)], Refusals: a.m.LastRefusals(m.GoID)}
+		if days != nil {
+			am.Chart = report.Chart(report.LastDays(days, m.GoID, time.Now()))
+		}
 		if u, err := url.Parse(m.NotificationURL); err == nil && u.Host != "" {
 			am.Notifications = u.Scheme + "://" + u.Host // never the path or query: they may carry a token
 		}
@@ -450,6 +475,9 @@ func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, s
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
 	}
 	p := newProbes(st, gatewayURL, met, log)
+	if pages != nil {
+		p.daysOf, _ = pages.st.(report.DayStore)
+	}
 	ctx, stopProbes := context.WithCancel(context.Background())
 	var probing sync.WaitGroup
 	probing.Go(func() { p.run(ctx) })

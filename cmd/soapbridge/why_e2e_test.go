@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +96,35 @@ func TestWhyRefusedE2E(t *testing.T) {
 	assert.Equal(t, 1.0, metricValue(t, metricsText, "soapbridge_refusals_total", `reason="value_float_string"`))
 	assert.Equal(t, 2.0, metricValue(t, metricsText, "soapbridge_refusals_total", `reason="key_unknown"`), "the generic one and why-key")
 	assert.Equal(t, 1.0, metricValue(t, metricsText, "soapbridge_merchant_refusals_total", `goid="`+demoGoID+`",reason="access_no_credentials"`))
+}
+
+// The 30-day chart of a merchant: a createPayment answered and two calls
+// refused are one day's 1 answered and 2 refused, on the migration report
+// and, once the store's probe has read them, on the status page: the two
+// agree.
+func TestDailyChartAgreesE2E(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1s"))
+	shop := newFlowShop(t)
+	doc, err := lbSOAP(b.URL, "createPayment", preauthCreateBody(t, shop.srv.URL, "CHART-1"), "chart-create")
+	require.NoError(t, err)
+	require.Equal(t, "CREATED", flowText(doc, "sessionState"), flowText(doc, "resultDescription"))
+	for i := range 2 {
+		body := `<paymentSessionInfo><targetGoId>` + demoGoID + `</targetGoId><paymentSessionId>3000000001</paymentSessionId>` +
+			`<encryptedSignature>` + strings.Repeat("0f", 40) + `</encryptedSignature></paymentSessionInfo>`
+		doc, err := lbSOAP(b.URL, "paymentStatus", body, "chart-refused-"+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.Equal(t, "CALL_FAILED", flowText(doc, "result"))
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	label := regexp.MustCompile(`aria-label="legacy calls per day, \d{4}-\d\d-\d\d to ` + today + `: (\d+) answered, (\d+) refused"`)
+	wait := func(page string) []string {
+		var m []string
+		require.Eventually(t, func() bool {
+			_, body := adminGet(t, b.AdminURL+page)
+			m = label.FindStringSubmatch(body)
+			return m != nil && m[1] == "1" && m[2] == "2"
+		}, 60*time.Second, 200*time.Millisecond, "%s: the chart of 1 answered and 2 refused calls (last: %v)", page, m)
+		return m
+	}
+	assert.Equal(t, wait("/report"), wait("/"), "the status page and the report agree")
 }
