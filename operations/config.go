@@ -50,6 +50,9 @@ type Config struct {
 	// goid, the code as a bounded label (ChannelCodeLabel: a table code or
 	// "unknown") and what became of it (Channel* outcomes); it must not block.
 	OnUnmappedChannel func(goid int64, code, outcome string)
+	// OnRefusal, when set, is told of every refused call with its reason
+	// code (metrics, the status page); it must not block.
+	OnRefusal func(Refusal)
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long

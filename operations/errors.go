@@ -21,6 +21,11 @@ func serverError(msg string) *ServerError { return &ServerError{Msg: msg} }
 type refusal struct {
 	desc   string
 	badSig bool // the request's signature does not verify (counted)
+	// code is the refusal's reason code when its stage sets one (see
+	// RefusalReasons); signed, of a bad signature, what it was sent over,
+	// for its diagnosis (diagnose.go).
+	code   string
+	signed *signedRequest
 }
 
 func (r *refusal) Error() string { return r.desc }

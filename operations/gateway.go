@@ -16,7 +16,7 @@ import (
 func gatewayError(err error) error {
 	var api *restbackend.APIError
 	if errors.As(err, &api) && api.Status >= 400 && api.Status < 500 {
-		return &refusal{desc: describeAPIError(api)}
+		return &refusal{desc: describeAPIError(api), code: ReasonGatewayRefused}
 	}
 	return serverError("payment gateway unavailable")
 }

@@ -186,7 +186,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 			return entry.CallRecord, nil
 		case store.CallPending:
 			if s.now().Sub(entry.UpdatedAt) < s.staleAfter() {
-				log.Info("repeated call refused: the first is in progress")
+				log.Info("repeated call refused: the first is in progress", c.replayRefused())
 				return store.CallRecord{}, errInProgress
 			}
 			log.Warn("pending ledger entry outlived its call; reconciling")
@@ -220,7 +220,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 				zap.Time("made", entry.CreatedAt))
 			return store.CallRecord{}, pol.unconfirmed
 		}
-		log.Warn("repeated call still in doubt")
+		log.Warn("repeated call still in doubt", c.replayRefused())
 		return store.CallRecord{}, unknown
 	}
 	return store.CallRecord{}, errInProgress
@@ -534,17 +534,17 @@ func (s *Service) otherRefundsSettled(ctx context.Context, c *call, mine store.C
 	}
 	o := others[0]
 	if len(others) > 1 || o.State == store.CallPending && s.now().Sub(o.UpdatedAt) < s.staleAfter() {
-		log.Warn("refund refused: another refund of the payment is under way or not settled", zap.Int("unsettled", len(others)))
+		log.Warn("refund refused: another refund of the payment is under way or not settled", zap.Int("unsettled", len(others)), c.replayRefused())
 		return errRefundUnsettled
 	}
 	hist, err := s.gw.RefundHistory(ctx, c.m.Credentials(), id)
 	if err != nil {
-		log.Warn("refund refused: another refund of the payment is not settled and the history is not readable", zap.Error(err))
+		log.Warn("refund refused: another refund of the payment is not settled and the history is not readable", zap.Error(err), c.replayRefused())
 		return errRefundUnsettled
 	}
 	res, out := refundOutcome(o.Baseline, hist)
 	if out == restbackend.OutcomeUnknown {
-		log.Warn("refund refused: another refund of the payment has an unknown outcome", zap.String("op", o.Key.Operation))
+		log.Warn("refund refused: another refund of the payment has an unknown outcome", zap.String("op", o.Key.Operation), c.replayRefused())
 		return errRefundUnsettled
 	}
 	// As settle does: a success is kept for the other call's repeats, a

@@ -267,7 +267,7 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	}
 	v, ok := c.m.verify(c.s.now(), a.sig, a.signed...)
 	if !ok {
-		return badSignature(a.part)
+		return badSignatureOf(a)
 	}
 	c.v, c.verified = v, true
 	return nil
@@ -275,7 +275,7 @@ func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 
 // refused logs a refused call (never its signature) and counts a forgery.
 func (c *call) refused(r *refusal) {
-	fs := []zap.Field{zap.String("op", c.op), zap.String("reason", r.desc)}
+	fs := append([]zap.Field{zap.String("op", c.op), zap.String("reason", r.desc)}, c.explain(r)...)
 	if c.goid != nil {
 		fs = append(fs, zap.Int64("goid", *c.goid))
 	}

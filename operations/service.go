@@ -45,6 +45,7 @@ type Service struct {
 	returnStatusTimeout time.Duration
 	onBadSignature      func(op string, goid int64)
 	onUnmappedChannel   func(goid int64, code, outcome string)
+	diag                whyState // why a call was refused (diagnose.go)
 }
 
 // New validates cfg (Config.Validate, after filling its defaults) and
@@ -86,6 +87,7 @@ func New(cfg Config) (*Service, error) {
 		onBadSignature:      cfg.OnBadSignature,
 		onUnmappedChannel:   cfg.OnUnmappedChannel,
 	}
+	s.diag.onRefusal = cfg.OnRefusal
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -30,7 +30,28 @@ const (
 	UsageClient  UsageKind = "client"  // Name: client family; Detail: version
 	UsageFeature UsageKind = "feature" // Name: legacy feature
 	UsageRetired UsageKind = "retired" // Name: what ("channel cz_vb")
+	// UsageDay counts go to the usage_days table (UsageDays reads them):
+	// Name: the UTC day (2006-01-02); Detail: DayCalls or DayRefused.
+	UsageDay UsageKind = "day"
 )
+
+// Details of UsageDay counts: a merchant's legacy calls answered and
+// refused per day, kept for DaysKept days before the latest.
+const (
+	DayCalls   = "calls"
+	DayRefused = "refused"
+	DaysKept   = 30
+)
+
+// UsageDaysSchemaVersion is the migration that adds usage_days.
+const UsageDaysSchemaVersion = 9
+
+// UsageDayCount is one merchant's day.
+type UsageDayCount struct {
+	GoID           int64
+	Day            string // 2006-01-02, UTC
+	Calls, Refused int64
+}
 
 // UsageOther is the overflow name: a client version past a merchant's
 // limit is counted as version UsageOther of its family, any other row past
@@ -124,6 +145,10 @@ func (s *sqlStore) AddUsage(ctx context.Context, counts []UsageCount, limits Usa
 }
 
 func (s *sqlStore) addMerchantUsage(ctx context.Context, tx *sql.Tx, goid int64, counts []UsageCount, limits UsageLimits) error {
+	counts, err := s.addDays(ctx, tx, goid, counts)
+	if err != nil {
+		return err
+	}
 	var total UsageMerchant
 	for _, c := range counts {
 		if c.Kind != UsageCall {
@@ -170,6 +195,75 @@ func (s *sqlStore) addMerchantUsage(ctx context.Context, tx *sql.Tx, goid int64,
 		}
 	}
 	return nil
+}
+
+const usageDayUpsert = `INSERT INTO usage_days (goid, day, calls, refused) VALUES (?, ?, ?, ?)
+	ON CONFLICT (goid, day) DO UPDATE SET calls = usage_days.calls + excluded.calls, refused = usage_days.refused + excluded.refused`
+
+// addDays adds the UsageDay counts of goid to usage_days, deletes its days
+// older than DaysKept before the latest, and returns the other counts.
+func (s *sqlStore) addDays(ctx context.Context, tx *sql.Tx, goid int64, counts []UsageCount) ([]UsageCount, error) {
+	rest := counts[:0:0]
+	var latest time.Time
+	for _, c := range counts {
+		if c.Kind != UsageDay {
+			rest = append(rest, c)
+			continue
+		}
+		day, err := time.Parse(time.DateOnly, c.Name)
+		if err != nil || c.Detail != DayCalls && c.Detail != DayRefused {
+			continue // not a day the recorder writes
+		}
+		if day.After(latest) {
+			latest = day
+		}
+		var calls, refused int64
+		if c.Detail == DayCalls {
+			calls = c.Calls
+		} else {
+			refused = c.Calls
+		}
+		if _, err := tx.ExecContext(ctx, s.d.rebind(usageDayUpsert), goid, c.Name, calls, refused); err != nil {
+			return nil, err
+		}
+	}
+	if !latest.IsZero() {
+		cutoff := latest.AddDate(0, 0, -DaysKept).Format(time.DateOnly)
+		if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM usage_days WHERE goid = ? AND day < ?`), goid, cutoff); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// UsageDays returns the recorded days of the given merchants (every
+// merchant's when none is given), by goid and day.
+func (s *sqlStore) UsageDays(ctx context.Context, goids ...int64) ([]UsageDayCount, error) {
+	q := `SELECT goid, day, calls, refused FROM usage_days`
+	args := make([]any, len(goids))
+	if len(goids) > 0 {
+		q += ` WHERE goid IN (?` + strings.Repeat(",?", len(goids)-1) + `)`
+		for i, g := range goids {
+			args[i] = g
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(q+` ORDER BY goid, day`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read usage days: %w", err)
+	}
+	defer rows.Close()
+	var out []UsageDayCount
+	for rows.Next() {
+		var d UsageDayCount
+		if err := rows.Scan(&d.GoID, &d.Day, &d.Calls, &d.Refused); err != nil {
+			return nil, fmt.Errorf("store: read usage days: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read usage days: %w", err)
+	}
+	return out, nil
 }
 
 // pgUsageLockClass is the first half of the advisory lock key a flush

@@ -39,6 +39,7 @@ import (
 
 	"github.com/legacybridge/soapbridge/internal/metrics"
 	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/operations/usage/report"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -174,9 +175,14 @@ type probes struct {
 	log        *zap.Logger
 	client     *http.Client
 
+	// daysOf, when set, is read with the store's probe: the usage
+	// record's days the status page charts.
+	daysOf report.DayStore
+
 	mu      sync.Mutex
 	gateway *dependency // nil until probed
 	store   *dependency
+	days    []store.UsageDayCount // nil until read
 }
 
 func newProbes(st store.Store, gatewayURL string, m *metrics.Metrics, log *zap.Logger) *probes {
@@ -254,6 +260,20 @@ func (p *probes) probeStore(ctx context.Context) {
 		err = fmt.Errorf("no answer within %s", probeTimeout)
 	}
 	p.record(metrics.DependencyStore, &p.store, err)
+	if err == nil && p.daysOf != nil {
+		if days, err := p.daysOf.UsageDays(ctx); err == nil {
+			p.mu.Lock()
+			p.days = days
+			p.mu.Unlock()
+		}
+	}
+}
+
+// lastDays are the usage record's days as last read (nil: not yet).
+func (p *probes) lastDays() []store.UsageDayCount {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.days
 }
 
 // record keeps a probe's result, feeds it to the metrics and logs a change.
@@ -294,6 +314,8 @@ type adminMerchant struct {
 	RateLimit       string
 	Open            bool
 	Usage           []metrics.OperationUse
+	Refusals        []metrics.Refusal // the last, this replica
+	Chart           template.HTML     // the last 30 days (all replicas), as last read from the store
 }
 
 type adminServer struct {
@@ -403,8 +425,14 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{end}}</table>{{else}}<p>none: every merchant accepts its current key and secret only</p>{{end}}
 <h2>Legacy operations called since start</h2>
 <p>What each merchant still calls over SOAP and the legacy browser flows (and must port before it can leave them), every result counted, as the migration report counts them.</p>
-{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
+{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{with .Chart}}<p>Last 30 days, every replica (grey: legacy calls answered, red: refused): {{.}}</p>{{end}}{{if .Usage}}<table><tr><th>operation</th><th>calls</th></tr>
 {{range .Usage}}<tr><td>{{.Operation}}</td><td>{{.Calls}}</td></tr>{{end}}</table>{{else}}<p>no calls</p>{{end}}
+{{end}}
+<h2>Last refusals (this replica)</h2>
+<p>Why each merchant's last calls were refused, most recent first; the log line of the request id says more (docs/operations.md, "Why was it refused").</p>
+{{range .Merchants}}<h3>goid {{.GoID}}</h3>{{if .Refusals}}<table><tr><th>time</th><th>operation</th><th>reason</th><th>field</th><th>request id</th></tr>
+{{range .Refusals}}<tr><td>{{.At.Format "2006-01-02 15:04:05"}}</td><td>{{.Operation}}</td><td class="bad">{{.Reason}}</td><td>{{.Field}}</td><td>{{.RequestID}}</td></tr>
+{{end}}</table>{{else}}<p>none since start</p>{{end}}
 {{end}}
 </body></html>
 `))
@@ -413,11 +441,15 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 // results), so that it answers at once whatever the dependencies do.
 func (a *adminServer) status(w http.ResponseWriter, _ *http.Request) {
 	calls := a.m.Usage()
+	days := a.p.lastDays()
 	var ms []adminMerchant
 	for _, m := range a.merchants() {
 		am := adminMerchant{GoID: m.GoID, ClientID: m.ClientID, Currency: m.Currency, Notifications: "none",
 			AllowedNetworks: m.AllowedNetworks, BasicAuth: m.BasicUser != "", RateLimit: "none", Open: m.Open(),
-			Usage: calls[strconv.FormatInt(m.GoID, 10)]}
+			Usage: calls[strconv.FormatInt(m.GoID, 10)], Refusals: a.m.LastRefusals(m.GoID)}
+		if days != nil {
+			am.Chart = report.Chart(report.LastDays(days, m.GoID, time.Now()))
+		}
 		if u, err := url.Parse(m.NotificationURL); err == nil && u.Host != "" {
 			am.Notifications = u.Scheme + "://" + u.Host // never the path or query: they may carry a token
 		}
@@ -555,6 +587,9 @@ func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, s
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
 	}
 	p := newProbes(st, gatewayURL, met, log)
+	if pages != nil {
+		p.daysOf, _ = pages.st.(report.DayStore)
+	}
 	ctx, stopProbes := context.WithCancel(context.Background())
 	var probing sync.WaitGroup
 	probing.Go(func() { p.run(ctx) })

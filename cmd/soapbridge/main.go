@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// are fed through their observer hooks; the store is timed by a
 	// wrapper.
 	met := metrics.New(metrics.Options{Operations: wsdl.OperationNames(), GoIDs: goidsOf(cfg.Merchants),
-		MerchantLabels: cfg.MetricsMerchantLabels, Build: metrics.ReadBuild()})
+		MerchantLabels: cfg.MetricsMerchantLabels, Build: metrics.ReadBuild(), RefusalReasons: operations.RefusalReasons()})
 	if conns != nil {
 		met.SetConnections(conns)
 	}
@@ -211,6 +211,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			met.OutboxFailed(metrics.OutboxFailure(f))
 		}},
 		OnBadSignature:    met.BadSignature,
+		OnRefusal:         func(r operations.Refusal) { met.Refused(metrics.Refusal(r)) },
 		OnUnmappedChannel: met.UnmappedChannel,
 		Observer:          met,
 		Usage:             rec,

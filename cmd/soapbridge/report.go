@@ -147,6 +147,9 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 		if us, err = usageOf(st); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+		if state.Version < store.UsageDaysSchemaVersion {
+			us = struct{ report.Store }{us} // no days recorded yet: no charts
+		}
 	} else if *format == report.FormatText {
 		fmt.Fprintf(stdout, "No usage record in %s yet (schema: %s): the bridge keeps one once it runs on this database.\n",
 			store.Redact(cfg.Database), state)

@@ -105,8 +105,18 @@ func ParseNetworks(s string) ([]netip.Prefix, error) {
 type Denied struct {
 	GoID      int64
 	Msg       string
-	RateLimit bool // refused by the rate limit rather than by who called
+	RateLimit bool   // refused by the rate limit rather than by who called
+	Reason    string // Reason* below: why, as a bounded label
 }
+
+// Reasons of a Denied (the refusal counters' reason label).
+const (
+	ReasonNetwork          = "access_network"           // not from an allowed network
+	ReasonNoCredentials    = "access_no_credentials"    // HTTP Basic credentials required, none sent
+	ReasonWrongCredentials = "access_wrong_credentials" // wrong HTTP Basic credentials
+	ReasonBlocked          = "access_blocked"           // the address sent too many wrong ones
+	ReasonRateLimited      = "rate_limited"             // the merchant's rate limit
+)
 
 func (d *Denied) Error() string { return d.Msg }
 
@@ -306,14 +316,14 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 			if known {
 				shown = addr.String()
 			}
-			return &Denied{GoID: goid, Msg: "access denied: calls for goid " + strconv.FormatInt(goid, 10) +
+			return &Denied{GoID: goid, Reason: ReasonNetwork, Msg: "access denied: calls for goid " + strconv.FormatInt(goid, 10) +
 				" are not accepted from address " + shown}
 		}
 	}
 	if p.user != nil {
 		if g.logins != nil && known && g.logins.blocked(addr) {
 			g.onLogin(LoginBlocked)
-			return &Denied{GoID: goid, Msg: "access denied: too many wrong HTTP Basic credentials from address " + addr.String() +
+			return &Denied{GoID: goid, Reason: ReasonBlocked, Msg: "access denied: too many wrong HTTP Basic credentials from address " + addr.String() +
 				"; credentials from it are not checked for a while, retry in a minute"}
 		}
 		u, pw, ok := req.BasicAuth()
@@ -321,14 +331,14 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 		userOK := subtle.ConstantTimeCompare([]byte(u), p.user)
 		pwOK := subtle.ConstantTimeCompare(h[:], p.pwHash[:])
 		if !ok {
-			return &Denied{GoID: goid, Msg: "access denied: HTTP Basic credentials required for goid " + strconv.FormatInt(goid, 10)}
+			return &Denied{GoID: goid, Reason: ReasonNoCredentials, Msg: "access denied: HTTP Basic credentials required for goid " + strconv.FormatInt(goid, 10)}
 		}
 		if userOK&pwOK != 1 {
 			if g.logins != nil && known {
 				g.logins.failed(addr)
 			}
 			g.onLogin(LoginWrong)
-			return &Denied{GoID: goid, Msg: "access denied: wrong HTTP Basic credentials for goid " + strconv.FormatInt(goid, 10)}
+			return &Denied{GoID: goid, Reason: ReasonWrongCredentials, Msg: "access denied: wrong HTTP Basic credentials for goid " + strconv.FormatInt(goid, 10)}
 		}
 	}
 	return nil
@@ -345,7 +355,7 @@ func (g *Guard) Spend(goid int64) error {
 	}
 	p.bucket.calls.Add(1)
 	if !p.bucket.limiter.Allow() {
-		return &Denied{GoID: goid, RateLimit: true, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
+		return &Denied{GoID: goid, RateLimit: true, Reason: ReasonRateLimited, Msg: "rate limit exceeded: goid " + strconv.FormatInt(goid, 10) +
 			" may make at most " + strconv.FormatFloat(p.rate, 'f', -1, 64) + " calls per second; retry later"}
 	}
 	return nil

@@ -127,6 +127,9 @@ type Options struct {
 	MerchantLabels bool
 	// Build is reported by soapbridge_build_info.
 	Build Build
+	// RefusalReasons are the reason codes of refused calls
+	// (operations.RefusalReasons): soapbridge_refusals_total's labels.
+	RefusalReasons []string
 }
 
 // Build identifies the running binary.
@@ -190,6 +193,7 @@ type Metrics struct {
 	connections atomic.Pointer[func() ConnStats]
 	counts      *storeCounts
 	logins      *prometheus.CounterVec // auth.go
+	ref         refusals               // refusals.go
 
 	failMu   sync.Mutex
 	failures []OutboxFailure // the most recent last, at most maxFailures
@@ -281,6 +285,7 @@ func New(o Options) *Metrics {
 	r.MustRegister(build, soapCalls, soapLat, flowReqs, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
 		m.reloads, m.dependency, ready, m.counts, connCollector{m})
 	m.registerLogins()
+	m.registerRefusals(o)
 
 	m.vecs = merchantVecs{soapCalls: soapCalls, soapLat: soapLat}
 	if o.MerchantLabels {
@@ -350,6 +355,9 @@ func (m *Metrics) SetMerchants(goids []int64) {
 		}
 	}
 	m.per.Store(p)
+	if old != nil {
+		m.pruneRefusals(p.goids)
+	}
 	if old == nil || !m.labelled {
 		return
 	}

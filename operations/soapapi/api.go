@@ -209,7 +209,13 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 	}
 	goid := b.goidOf(in)
 	refused := func(err error) *soapenc.Fault {
-		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", goid), zap.String("reason", err.Error()))
+		reason := access.ReasonNetwork
+		if d, ok := access.IsDenied(err); ok {
+			reason = d.Reason
+		}
+		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", goid), zap.String("reason", err.Error()),
+			zap.String("reason_code", reason))
+		a.svc.NoteRefusal(ctx, name, goid, reason, "")
 		return clientFault(err.Error())
 	}
 	if a.guard != nil && req != nil && goid != 0 {

@@ -58,7 +58,10 @@ const (
 // limits are the store's bounds: the same as in memory, so that the
 // replicas together keep no more than one does.
 var limits = store.UsageLimits{store.UsageClient: MaxClients, store.UsageRetired: MaxRetired,
-	store.UsageFeature: MaxFeatures, store.UsageCall: MaxCalls}
+	store.UsageFeature: MaxFeatures, store.UsageCall: MaxCalls, store.UsageDay: maxDays}
+
+// maxDays bounds a merchant's day counts between two flushes (two per day).
+const maxDays = 2 * (store.DaysKept + 1)
 
 // Recorder adds events up in memory, per merchant, and flushes the sums
 // into the store every interval and when Run ends. Record takes one of
@@ -165,6 +168,9 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	}
 	one := sums{1, ev.At, ev.At}
 	m.add(key{store.UsageCall, store.Clip(ev.Operation, maxOperation), string(ev.Result)}, one)
+	if d := dayDetail(ev.Result); d != "" && ev.GoID != 0 {
+		m.add(key{store.UsageDay, ev.At.UTC().Format(time.DateOnly), d}, one)
+	}
 	if ev.Client.Family != FamilyNone {
 		m.add(key{store.UsageClient, string(ev.Client.Family), CleanVersion(ev.Client.Version)}, one)
 	}
@@ -174,6 +180,18 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	for _, x := range ev.Retired {
 		m.add(key{store.UsageRetired, cleanText(x, MaxRetiredText), ""}, one)
 	}
+}
+
+// dayDetail is what a call of result counts as in its merchant's day
+// (store.DayCalls, store.DayRefused); "" for an unreadable request.
+func dayDetail(r Result) string {
+	switch r {
+	case ResultOK, ResultServerFault:
+		return store.DayCalls
+	case ResultRefused, ResultDenied:
+		return store.DayRefused
+	}
+	return ""
 }
 
 // add counts s under k, or under k's overflow row when k is new and its

@@ -180,6 +180,7 @@ func (r *Report) WriteHTML(w io.Writer, links bool) error {
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"title":    merchantTitle,
+	"chart":    Chart,
 	"lastCall": lastCallLine,
 	"failures": failureText,
 	"date":     func(t time.Time) string { return t.Format(time.DateOnly) },
@@ -188,7 +189,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>soapbridge migration report</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #999;padding:.3em .6em;text-align:left;vertical-align:top}
-pre{background:#f4f4f4;padding:.5em;overflow-x:auto}.stale{background:#fdd;border:1px solid #b00;padding:.5em}.muted{color:#666}</style>
+pre{background:#f4f4f4;padding:.5em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}.stale{background:#fdd;border:1px solid #b00;padding:.5em}.muted{color:#666}</style>
 </head><body>
 <h1>soapbridge migration report</h1>
 <p>Version {{.Version}}, generated {{time .GeneratedAt}}{{with .Since}}; only what was used since {{time .}} (counts are totals since first seen){{end}}.
@@ -201,6 +202,7 @@ What each merchant still uses of the legacy SOAP interface, what replaces it in 
 {{range .Merchants}}<section id="goid-{{.GoID}}">
 <h2>{{title .}}</h2>
 <p>{{lastCall .}}{{if $.Links}} · <a href="report.json?goid={{.GoID}}">JSON</a>{{end}}</p>
+{{with .Days}}<p>Last 30 days (grey: legacy calls answered, red: refused): {{chart .}}</p>{{end}}
 {{if .Operations}}<h3>Operations and flows</h3>
 <table><tr><th>operation</th><th>calls</th><th>failures</th><th>first seen</th><th>last seen</th><th>REST</th><th>what the shop changes</th></tr>
 {{range .Operations}}<tr><td>{{.Name}}{{if eq .Kind "flow"}} <span class="muted">(flow)</span>{{end}}</td><td>{{.Calls}}</td><td>{{failures .}}</td><td>{{date .FirstSeen}}</td><td>{{date .LastSeen}}</td><td><code>{{.REST}}</code></td>

@@ -62,6 +62,10 @@ type Merchant struct {
 	Clients    []ClientUse  `json:"clients"`
 	Features   []FeatureUse `json:"features"`
 	Retired    []RetiredUse `json:"retired"`
+	// Days are the last 30 days' legacy calls answered and refused, for
+	// the page's chart (not in the JSON shape of version 1); nil for goid 0
+	// and when the store keeps no days.
+	Days []Day `json:"-"`
 }
 
 // Operation is one legacy operation or flow a merchant uses.
@@ -260,6 +264,9 @@ func Build(ctx context.Context, st Store, opt Options) (*Report, error) {
 	sort.Slice(r.Merchants, func(i, j int) bool { return r.Merchants[i].GoID < r.Merchants[j].GoID })
 	if r.Merchants == nil {
 		r.Merchants = []Merchant{}
+	}
+	if err := addDays(ctx, st, r, opt.GoID, now); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
