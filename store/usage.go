@@ -44,7 +44,7 @@ const (
 )
 
 // UsageDaysSchemaVersion is the migration that adds usage_days.
-const UsageDaysSchemaVersion = 9
+const UsageDaysSchemaVersion = 11
 
 // UsageDayCount is one merchant's day.
 type UsageDayCount struct {
