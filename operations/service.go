@@ -43,6 +43,7 @@ type Service struct {
 	returnStatusTimeout time.Duration
 	onBadSignature      func(op string, goid int64)
 	onUnmappedChannel   func(goid int64, code, outcome string)
+	moneyHold           func() string
 }
 
 // New validates cfg (Config.Validate, after filling its defaults) and
@@ -89,6 +90,7 @@ func New(cfg Config) (*Service, error) {
 		returnStatusTimeout: cfg.ReturnStatusTimeout,
 		onBadSignature:      cfg.OnBadSignature,
 		onUnmappedChannel:   cfg.OnUnmappedChannel,
+		moneyHold:           cfg.MoneyHold,
 	}
 	s.merchants.Store(newMerchantSet(cfg.Merchants, cfg.DefaultGoID))
 	if s.log == nil {

@@ -188,6 +188,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("tracing to OTLP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	st = tr.Store(st)
+	// Recorded in the replicas table before serving: a replica of a
+	// release this one may not run beside holds its money calls.
+	watch, stopWatch, err := startReplicaWatch(ctx, rawStore, met, log.Named("replicas"))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopWatch)
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
@@ -219,6 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		PublicURL:         publicURL,
 
 		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
+		MoneyHold:           watch.moneyHold,
 	})
 	if err != nil {
 		return err
