@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/metrics"
@@ -57,9 +56,7 @@ func startReplicaWatch(ctx context.Context, st store.Store, met *metrics.Metrics
 	b := metrics.ReadBuild()
 	w := &replicaWatch{board: board, log: log, me: store.Replica{ID: replicaName(), Release: b.Version + " " + b.Revision,
 		Schema: schema, RunsBeside: store.RunsBesideSchema, Host: host}}
-	met.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "soapbridge_replicas_incompatible",
-		Help: "Live replicas on the same database that this one may not serve beside (release and schema in the replicas table); while above 0 money-moving calls are refused."},
-		func() float64 { return float64(w.against.Load()) }))
+	met.SetIncompatibleReplicas(w.against.Load)
 	w.beat(ctx)
 	log.Info("replica recorded", zap.String("replica", w.me.ID), zap.String("release", w.me.Release),
 		zap.Int64("schema_version", w.me.Schema), zap.Int64("runs_beside_schema", w.me.RunsBeside))
