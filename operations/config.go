@@ -50,7 +50,8 @@ type Config struct {
 	// goid, the code as a bounded label (ChannelCodeLabel: a table code or
 	// "unknown") and what became of it (Channel* outcomes); it must not block.
 	OnUnmappedChannel func(goid int64, code, outcome string)
-	// MoneyHold, when set, is asked before every money-moving call: a
+	// MoneyHold, when set, is asked before every money-moving call
+	// (capture, voids, refunds, recurring charges; not createPayment): a
 	// non-empty answer refuses the call with it as a Server fault, before
 	// the ledger is touched (another release serving on the same database
 	// that this one may not run beside: cmd/soapbridge replicas.go). It

@@ -140,7 +140,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 	if op == "" {
 		op = c.op
 	}
-	if s.moneyHold != nil {
+	if s.moneyHold != nil && pol.doubtWindow == 0 { // a create moves no money (doubtWindow): it goes on
 		if why := s.moneyHold(); why != "" {
 			c.logger().Error("money-moving call refused: "+why, zap.String("op", op), zap.Int64("goid", c.m.GoID))
 			return store.CallRecord{}, serverError(why)

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -435,4 +436,52 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	for _, s := range slots {
 		assert.NotContains(t, s.b.log.String(), "money-moving calls are refused")
 	}
+}
+
+// incompatibleReplicas reads soapbridge_replicas_incompatible from a
+// replica's metrics.
+func incompatibleReplicas(t *testing.T, b *bridgeProc) string {
+	_, text := adminGet(t, b.AdminURL+"/metrics")
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "soapbridge_replicas_incompatible "); ok {
+			return v
+		}
+	}
+	return "absent"
+}
+
+// TestReplicaOfAnotherReleaseHoldsMoneyCalls: a replica of a release this
+// one may not run beside (its row in the replicas table says it needs
+// schema version 10 or later of its peers) makes this one refuse refunds
+// with a clear fault, log it and export it, while createPayment goes on;
+// once that replica is gone, refunds act again. The foreign row's
+// heartbeat lies in the future, so it stays live however slow the run.
+func TestReplicaOfAnotherReleaseHoldsMoneyCalls(t *testing.T) {
+	dsn := testenv.PostgresSchema(t)
+	e := newMoneyEnv(t, "5s", "10s", withDB(dsn))
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	id := e.payment("plain")
+	require.Equal(t, "0", incompatibleReplicas(t, e.b))
+
+	_, err = db.Exec(`INSERT INTO replicas (id, release, schema_version, runs_beside, host, heartbeat_at)
+		VALUES ('next/1/test', 'v-next', 12, 10, 'elsewhere', now() + interval '1 hour')`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return incompatibleReplicas(t, e.b) == "1" }, time.Minute, 100*time.Millisecond,
+		"the next heartbeat finds the replica it may not serve beside")
+	a := e.soap("partiallyRefundPayment", refundRequestBody(t, id, 1000, "held"))
+	assert.Contains(t, a.fault, "may not run side by side: money-moving calls are refused", a.String())
+	assert.Zero(t, e.refunds(id), "nothing refunded")
+	assert.Equal(t, "CALL_COMPLETED", e.soap("createPayment", plainCreateBody(t, "http://shop.invalid", "HOLD-1")).String(),
+		"createPayment moves no money: it goes on")
+	assert.Contains(t, e.b.log.String(), `a replica this one may not serve beside is live`)
+	assert.Contains(t, e.b.log.String(), `next/1/test (release v-next, schema version 12, runs beside 10)`)
+
+	_, err = db.Exec(`DELETE FROM replicas WHERE id = 'next/1/test'`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return incompatibleReplicas(t, e.b) == "0" }, time.Minute, 100*time.Millisecond)
+	a = e.soap("partiallyRefundPayment", refundRequestBody(t, id, 1000, "held"))
+	assert.Equal(t, "FINISHED", a.String(), "served again: the refund repeated acts once")
+	assert.Equal(t, 1, e.refunds(id))
 }
