@@ -53,6 +53,13 @@ type Config struct {
 	// OnRefusal, when set, is told of every refused call with its reason
 	// code (metrics, the status page); it must not block.
 	OnRefusal func(Refusal)
+	// MoneyHold, when set, is asked before every money-moving call
+	// (capture, voids, refunds, recurring charges; not createPayment): a
+	// non-empty answer refuses the call with it as a Server fault, before
+	// the ledger is touched (another release serving on the same database
+	// that this one may not run beside: cmd/soapbridge replicas.go). It
+	// must not block.
+	MoneyHold func() string
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long

@@ -152,6 +152,12 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 	if op == "" {
 		op = c.op
 	}
+	if s.moneyHold != nil && pol.doubtWindow == 0 { // a create moves no money (doubtWindow): it goes on
+		if why := s.moneyHold(); why != "" {
+			c.logger().Error("money-moving call refused: "+why, zap.String("op", op), zap.Int64("goid", c.m.GoID))
+			return store.CallRecord{}, serverError(why)
+		}
+	}
 	key, err := s.ledgerKey(ctx, c, op)
 	if err != nil {
 		return store.CallRecord{}, err
@@ -167,7 +173,7 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 			log.Error("ledger claim failed; the call is not attempted", zap.Error(err))
 			return store.CallRecord{}, serverError("session store unavailable")
 		}
-		h := &held{key: key, claim: entry.Claim}
+		h := &held{key: entry.Key, claim: entry.Claim} // the entry found may be the previous release's (CallKey.Legacy)
 		c.since = entry.CreatedAt
 		if claimed {
 			c.ledger = h
@@ -230,13 +236,21 @@ func (s *Service) once(ctx context.Context, c *call, pol *money) (store.CallReco
 func (s *Service) staleAfter() time.Duration { return StaleAfter(s.callDeadline, s.gw.Timeout()) }
 
 // ledgerKey is the ledger key of c's money call op: its signed fields
-// (ledgerText), or the key an earlier version gave the same request when
-// such an entry exists (legacyDigests). A ledger that cannot be read fails
-// the call: taking "no entry" for granted could act twice.
+// (ledgerText), written also under the key the previous release gives the
+// same request (Legacy: the digest with the key the request verified
+// with), so that a previous-release replica serving beside this one finds
+// it and the claim finds that release's entry; or the key an earlier
+// version gave the same request with the merchant's other key when such an
+// entry exists (legacyDigests). A ledger that cannot be read fails the
+// call: taking "no entry" for granted could act twice.
 func (s *Service) ledgerKey(ctx context.Context, c *call, op string) (store.CallKey, error) {
-	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.ledgerText())}
+	key := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, c.v.ledgerText()),
+		Legacy: store.RequestHash(op, digestOf(c.v.key, c.v.fields, c.v.charset))}
 	for _, d := range c.v.legacyDigests(c.m) {
 		old := store.CallKey{GoID: c.m.GoID, Operation: op, Hash: store.RequestHash(op, d)}
+		if old.Hash == key.Legacy {
+			continue // the claim reads it
+		}
 		_, err := s.ledger.LookupCall(ctx, old)
 		switch {
 		case err == nil:
@@ -577,13 +591,57 @@ func (s *Service) otherRefundsSettled(ctx context.Context, c *call, mine store.C
 // holder died ends with it.
 func (s *Service) lockRefunds(ctx context.Context, m Merchant, id int64) (unlock func(), err error) {
 	name := "refund/" + FormatInt(m.GoID) + "/" + FormatInt(id)
-	unlock, ok, err := s.ledger.TryLock(ctx, name, s.staleAfter())
+	release, ok, err := s.ledger.TryLock(ctx, name, s.staleAfter())
 	if err != nil {
 		s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
 		return nil, serverError("session store unavailable")
 	}
 	if !ok {
-		return nil, serverError("another refund of this payment is in progress: nothing was done, retry when it has finished")
+		return nil, errRefundLocked
 	}
-	return unlock, nil
+	unlockLegacy, err := s.lockRefundsLegacy(ctx, m, id)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return func() { unlockLegacy(); release() }, nil
+}
+
+var errRefundLocked = serverError("another refund of this payment is in progress: nothing was done, retry when it has finished")
+
+// legacyLockStale is when the previous release takes its refund lock for
+// one whose holder died: its call deadline + 30 s after it was taken.
+const legacyLockStale = 30 * time.Second
+
+// lockRefundsLegacy takes the refund lock of the releases up to schema
+// version 3 (store.LegacyRefundLock, a pending ledger entry), as they take
+// it, so that a refund of the payment by such a replica serving beside
+// this one waits for this one's (expand and contract,
+// docs/money-safety.md). A later release drops it once no such release
+// may run.
+func (s *Service) lockRefundsLegacy(ctx context.Context, m Merchant, id int64) (unlock func(), err error) {
+	key := store.CallKey{GoID: m.GoID, Operation: store.LegacyRefundLock, Hash: FormatInt(id)}
+	for range 2 {
+		entry, claimed, err := s.ledger.ClaimCall(ctx, key, s.now(), s.callDeadline+legacyLockStale)
+		if err != nil {
+			s.logFor(ctx).Error("refund lock not taken; the refund is not attempted", zap.Int64("payment", id), zap.Error(err))
+			return nil, serverError("session store unavailable")
+		}
+		if claimed {
+			return func() {
+				lctx, cancel := s.ledgerContext(ctx)
+				defer cancel()
+				if err := s.ledger.CallNotDone(lctx, key, entry.Claim); err != nil {
+					s.logFor(ctx).Error("refund lock not released", zap.Int64("payment", id), zap.Error(err))
+				}
+			}, nil
+		}
+		if s.now().Sub(entry.CreatedAt) < s.callDeadline+legacyLockStale {
+			break
+		}
+		lctx, cancel := s.ledgerContext(ctx)
+		_ = s.ledger.CallNotDone(lctx, key, entry.Claim) // stale: its holder died
+		cancel()
+	}
+	return nil, errRefundLocked
 }

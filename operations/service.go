@@ -46,6 +46,7 @@ type Service struct {
 	onBadSignature      func(op string, goid int64)
 	onUnmappedChannel   func(goid int64, code, outcome string)
 	diag                whyState // why a call was refused (diagnose.go)
+	moneyHold           func() string
 }
 
 // New validates cfg (Config.Validate, after filling its defaults) and
@@ -86,6 +87,7 @@ func New(cfg Config) (*Service, error) {
 		returnStatusTimeout: cfg.ReturnStatusTimeout,
 		onBadSignature:      cfg.OnBadSignature,
 		onUnmappedChannel:   cfg.OnUnmappedChannel,
+		moneyHold:           cfg.MoneyHold,
 	}
 	s.diag.onRefusal = cfg.OnRefusal
 	if s.log == nil {

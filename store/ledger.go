@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +87,14 @@ type RefundBaseline struct {
 	RefundIDs []int64
 }
 
+// LegacyRefundLock is the ledger operation of the refund lock of releases
+// up to schema version 3: a pending entry keyed by the payment id
+// (decimal) per payment being refunded, released by deleting it, taken
+// over once older than their call deadline + 30 s. This release takes it
+// too, beside its own lock (TryLock), while such a release may run beside
+// it; it is not a call: LedgerCounts leaves it out.
+const LegacyRefundLock = "refund-lock"
+
 // MaxNote bounds the note of a ledger entry.
 const MaxNote = 8 << 10
 
@@ -93,6 +103,18 @@ type CallKey struct {
 	GoID      int64
 	Operation string // the legacy operation, e.g. "partiallyRefundPayment"
 	Hash      string // RequestHash of the signed request fields
+	// Legacy, when set, is the hash the previous release keys the same
+	// call by (expand and contract, docs/money-safety.md): the entry is
+	// written under both hashes with one claim, the second row marked as
+	// an alias, so that a previous-release replica serving beside this one
+	// finds the call, and the claim fails while the previous release holds
+	// an entry under Legacy. Every write of the entry goes to both rows.
+	Legacy string
+}
+
+// legacy is the key of the alias row of k.
+func (k CallKey) legacy() CallKey {
+	return CallKey{GoID: k.GoID, Operation: k.Operation, Hash: k.Legacy}
 }
 
 // RequestHash is the hex SHA-256 of fields, each length-prefixed so that
@@ -154,6 +176,11 @@ func newClaim() (string, error) {
 
 type ledgerQueries struct {
 	insert, takeOver, get, baseline, done, inDoubt, notDone, release string
+	// insertAlias writes the alias row of a call (CallKey.Legacy);
+	// legacyBaseline records a refund's baseline on it in the form the
+	// previous release reads (its note), not in the columns, so that the
+	// call's baseline is listed once (UnsettledRefunds).
+	insertAlias, takeOverAlias, legacyBaseline string
 }
 
 const ledgerCols = `goid, operation, request_hash, claim, state, payment_id, result, description, reply, note, created_at, updated_at`
@@ -186,6 +213,15 @@ func (d *dialect) ledgerQueries() ledgerQueries {
 				description = '', reply = '', note = '', baseline_amount = NULL, baseline_refund_ids = '[]',
 				created_at = ?, updated_at = ?
 			WHERE` + key + ` AND created_at < ? AND state = 'done'`),
+		insertAlias: d.rebind(`INSERT INTO ledger (` + ledgerCols + `, alias)
+			VALUES (?, ?, ?, ?, 'pending', 0, '', '', '', '', ?, ?, TRUE)
+			ON CONFLICT (goid, operation, request_hash) DO NOTHING`),
+		takeOverAlias: d.rebind(`UPDATE ledger SET claim = ?, state = 'pending', payment_id = 0, result = '',
+				description = '', reply = '', note = '', baseline_amount = NULL, baseline_refund_ids = '[]',
+				created_at = ?, updated_at = ?, alias = TRUE
+			WHERE` + key + ` AND created_at < ? AND state = 'done'`),
+		legacyBaseline: d.rebind(`UPDATE ledger SET note = ?, updated_at = ?
+			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
 		get: d.rebind(`SELECT ` + ledgerRead + ` FROM ledger WHERE` + key),
 		baseline: d.rebind(`UPDATE ledger SET payment_id = ?, baseline_amount = ?, baseline_refund_ids = ?, note = ?, updated_at = ?
 			WHERE` + key + ` AND claim = ? AND state = 'pending'`),
@@ -229,6 +265,9 @@ func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, wi
 	}
 	at := s.d.timeArg(now)
 	mine := Call{Key: key, State: CallPending, Claim: claim, CreatedAt: utc(now), UpdatedAt: utc(now)}
+	if key.Legacy != "" {
+		return s.claimPair(ctx, key, claim, mine, now, window)
+	}
 	// An entry can vanish between the statements (purged, or released as
 	// not done): then try again.
 	for range 3 {
@@ -257,6 +296,74 @@ func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, wi
 		return c, false, nil
 	}
 	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
+}
+
+// errAliasHeld rolls back a pair's claim whose alias row is another
+// call's (the previous release's).
+var errAliasHeld = errors.New("store: the alias row is held")
+
+// claimPair claims key and its alias row (key.Legacy) in one transaction:
+// both or neither. An existing entry under key is returned as ClaimCall
+// returns one (its Key keeps Legacy, so that finishing it finishes both
+// rows); an entry under Legacy alone is the previous release's call, or
+// this release's whose first row is gone: it is returned under its own
+// key, without Legacy.
+func (s *sqlStore) claimPair(ctx context.Context, key CallKey, claim string, mine Call, now time.Time, window time.Duration) (Call, bool, error) {
+	at, old := s.d.timeArg(now), s.d.timeArg(now.Add(-window))
+	for range 3 {
+		var found Call
+		var vanished bool
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			for i, k := range []CallKey{key, key.legacy()} {
+				insert, takeOver := s.lq.insert, s.lq.takeOver
+				if i == 1 {
+					insert, takeOver = s.lq.insertAlias, s.lq.takeOverAlias
+				}
+				n, err := execTx(ctx, tx, insert, k.GoID, k.Operation, k.Hash, claim, at, at)
+				if err == nil && n == 0 {
+					n, err = execTx(ctx, tx, takeOver, claim, at, at, k.GoID, k.Operation, k.Hash, old)
+				}
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					continue
+				}
+				c, err := scanCall(tx.QueryRowContext(ctx, s.lq.get, k.GoID, k.Operation, k.Hash))
+				if errors.Is(err, sql.ErrNoRows) {
+					vanished = true
+					return errAliasHeld
+				}
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					c.Key.Legacy = key.Legacy
+				}
+				found = c
+				return errAliasHeld
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return mine, true, nil
+		case !errors.Is(err, errAliasHeld):
+			return Call{}, false, fmt.Errorf("store: claim call %s: %w", key, err)
+		case vanished:
+			continue
+		}
+		return found, false, nil
+	}
+	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
+}
+
+func execTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func (s *sqlStore) LookupCall(ctx context.Context, key CallKey) (Call, error) {
@@ -336,6 +443,18 @@ func (s *sqlStore) SetBaseline(ctx context.Context, key CallKey, claim string, b
 	if err != nil {
 		return fmt.Errorf("store: call %s baseline: %w", key, err)
 	}
+	if key.Legacy != "" {
+		// The alias row carries the baseline as the previous release wrote
+		// it (legacyBaselineMark), so that it reconciles this call.
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = strconv.FormatInt(id, 10)
+		}
+		note := "before the gateway call" + legacyBaselineMark + strconv.FormatInt(b.Amount, 10) + ":" + strings.Join(parts, ",")
+		return s.finishPair(ctx, "baseline", key,
+			s.lq.baseline, []any{b.PaymentID, b.Amount, string(text), baselineNote, s.d.timeArg(now), key.GoID, key.Operation, key.Hash, claim},
+			s.lq.legacyBaseline, []any{note, s.d.timeArg(now), key.GoID, key.Operation, key.Legacy, claim})
+	}
 	return s.finishCall(ctx, "baseline", key, s.lq.baseline, b.PaymentID, b.Amount, string(text), baselineNote, s.d.timeArg(now),
 		key.GoID, key.Operation, key.Hash, claim)
 }
@@ -385,13 +504,54 @@ func (s *sqlStore) ReleaseCall(ctx context.Context, key CallKey, claim string) e
 	return s.finishCall(ctx, "release", key, s.lq.release, key.GoID, key.Operation, key.Hash, claim)
 }
 
+// finishCall runs the update q of key's entry; with key.Legacy, on both
+// rows (finishPair). args end with key.GoID, key.Operation, key.Hash and
+// the claim.
 func (s *sqlStore) finishCall(ctx context.Context, what string, key CallKey, q string, args ...any) error {
+	if key.Legacy != "" {
+		alias := slices.Clone(args)
+		alias[len(alias)-2] = key.Legacy // every update ends with the key and the claim
+		return s.finishPair(ctx, what, key, q, args, q, alias)
+	}
+	if q != s.lq.baseline {
+		// A key found without Legacy (UnsettledRefunds, a lookup) may still
+		// be the first row of a pair: its alias row has the same claim.
+		return s.finishPair(ctx, what, key, q, args, aliasesOf(q), args)
+	}
 	n, err := s.exec(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("store: call %s %s: %w", key, what, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("store: call %s %s: %w", key, what, ErrNotClaimed)
+	}
+	return nil
+}
+
+var hashArg = regexp.MustCompile(`request_hash = (\$\d+|\?)`)
+
+// aliasesOf is the update q of an entry applied instead to the alias rows
+// with the entry's claim (a claim is random: they are the entry's own).
+func aliasesOf(q string) string { return hashArg.ReplaceAllString(q, "alias AND request_hash <> $1") }
+
+// finishPair runs q on key's first row and aq on its alias row in one
+// transaction. The first row must change; the alias row may not (the
+// previous release may have settled or released it on its own: its row is
+// then its own).
+func (s *sqlStore) finishPair(ctx context.Context, what string, key CallKey, q string, args []any, aq string, aargs []any) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n, err := execTx(ctx, tx, q, args...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotClaimed
+		}
+		_, err = execTx(ctx, tx, aq, aargs...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: call %s %s: %w", key, what, err)
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ type LedgerCounts struct {
 }
 
 func (s *sqlStore) LedgerCounts(ctx context.Context) (LedgerCounts, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT state, operation, COUNT(*) FROM ledger WHERE state <> 'done' GROUP BY state, operation`)
+	rows, err := s.r.QueryContext(ctx, `SELECT state, operation, COUNT(*) FROM ledger
+		WHERE state <> 'done' AND NOT alias AND operation <> '`+LegacyRefundLock+`' GROUP BY state, operation`)
 	if err != nil {
 		return LedgerCounts{}, fmt.Errorf("store: count ledger entries: %w", err)
 	}

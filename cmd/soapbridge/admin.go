@@ -82,6 +82,9 @@ func (r *readiness) serving() { r.phase.CompareAndSwap(phaseStarting, phaseServi
 // draining marks the shutdown: the replica must leave the Services.
 func (r *readiness) draining() { r.phase.Store(phaseDraining) }
 
+// isDraining reports whether the shutdown has begun.
+func (r *readiness) isDraining() bool { return r.phase.Load() == phaseDraining }
+
 // resourceUse is one local resource as /readyz shows it.
 type resourceUse struct {
 	Open int `json:"open"`

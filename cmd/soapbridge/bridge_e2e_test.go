@@ -201,8 +201,9 @@ func tryStartBridge(t *testing.T, bin string, cfg bridgeConfig) (*bridgeProc, er
 		"SOAPBRIDGE_CLIENT_ID=" + demoClientID,
 		"SOAPBRIDGE_CLIENT_SECRET=" + demoClientSecret,
 		"SOAPBRIDGE_SECURE_KEY=" + demoSecureKey,
-		"SOAPBRIDGE_LOG_LEVEL=debug", // the most talkative level, for the secret check
-		"SOAPBRIDGE_LOG_BUFFER=0",    // tests read the log as soon as a call is answered
+		"SOAPBRIDGE_LOG_LEVEL=debug",   // the most talkative level, for the secret check
+		"SOAPBRIDGE_LOG_BUFFER=0",      // tests read the log as soon as a call is answered
+		"SOAPBRIDGE_SHUTDOWN_DELAY=0s", // no balancer to leave; the drain tests set it (drain_e2e_test.go)
 	}
 	for _, kv := range cfg.env {
 		if strings.HasPrefix(kv, "SOAPBRIDGE_GATEWAY_URL=") && kv != "SOAPBRIDGE_GATEWAY_URL=" {

@@ -48,6 +48,7 @@ type Config struct {
 	WriteTimeout    time.Duration `yaml:"write_timeout" help:"time to handle a request and write its reply"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout" help:"keep-alive time of an idle connection"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" help:"time in-flight requests get to finish on SIGTERM/SIGINT; at least the call deadline plus the REST timeout. Default: their sum + 5s"`
+	ShutdownDelay   time.Duration `yaml:"shutdown_delay" help:"on SIGTERM/SIGINT, how long the bridge goes on accepting and serving, /readyz failing and every reply closing its connection, before it stops accepting: the balancer's health check must see it leave first (1s checks with fall 2: 3s); 0 where the platform waits already (Kubernetes preStop)"`
 	CallDeadline    time.Duration `yaml:"call_deadline" help:"deadline of a whole SOAP call or browser flow; under the write timeout, over the REST timeout"`
 	RESTTimeout     time.Duration `yaml:"rest_timeout" help:"timeout of one REST gateway call; a money-moving POST starts only with this much of the call deadline left"`
 
@@ -112,6 +113,11 @@ var demoMerchant = Merchant{Account: sandbox.DemoAccount, SecureKey: sandbox.Dem
 // the reply still has to be written.
 const shutdownMargin = 5 * time.Second
 
+// defaultShutdownDelay is how long a replica told to stop keeps serving
+// with /readyz failing: a balancer checking every second and taking a
+// replica out after two failed checks has stopped sending to it by then.
+const defaultShutdownDelay = 3 * time.Second
+
 // defaultConfig holds every default of the bridge's own settings; the
 // core's and the gateway client's come from their packages. A legacy
 // client waits about 60 s for a reply (PHP's default_socket_timeout, the
@@ -134,6 +140,7 @@ func defaultConfig() Config {
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
+		ShutdownDelay:         defaultShutdownDelay,
 		CallDeadline:          operations.DefaultCallDeadline,
 		RESTTimeout:           restbackend.DefaultTimeout,
 		PurgeInterval:         time.Hour,
@@ -225,6 +232,7 @@ func (c *Config) validate() error {
 		{when(c.ShutdownTimeout < c.CallDeadline+c.RESTTimeout, "shutdown timeout %v is shorter than the call deadline %v plus the REST timeout %v: "+
 			"SIGTERM would cut calls in flight or the reconciliation after a reply lost at the deadline (a capture could happen with no reply to "+
 			"the e-shop)", c.ShutdownTimeout, c.CallDeadline, c.RESTTimeout), "shutdown_timeout"},
+		{when(c.ShutdownDelay < 0 || c.ShutdownDelay > 5*time.Minute, "shutdown delay: %v is not within 0..5m", c.ShutdownDelay), "shutdown_delay"},
 		{when(c.ReturnStatusTimeout <= 0 || c.ReturnStatusTimeout > c.WriteTimeout && c.WriteTimeout > 0,
 			"return status timeout: %v must be positive and within the write timeout (%v)", c.ReturnStatusTimeout, c.WriteTimeout), "return_status_timeout"},
 		{badURL("gateway URL", c.GatewayURL), "gateway_url"},

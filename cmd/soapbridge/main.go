@@ -56,7 +56,8 @@ func main() {
 }
 
 // run starts the bridge and serves until ctx ends, then shuts down
-// gracefully: in-flight requests finish (within the shutdown timeout), then
+// gracefully: not ready at once, still serving for the shutdown delay, then
+// in-flight requests finish (within the shutdown timeout), then
 // the outbox worker, the embedded sandbox and the store stop. Logs go to
 // stdout. It returns nil after a clean shutdown and for -help.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -188,6 +189,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("tracing to OTLP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	st = tr.Store(st)
+	// Recorded in the replicas table before serving: a replica of a
+	// release this one may not run beside holds its money calls.
+	watch, stopWatch, err := startReplicaWatch(ctx, rawStore, met, log.Named("replicas"))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopWatch)
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
@@ -221,6 +229,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		PublicURL:         publicURL,
 
 		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
+		MoneyHold:           watch.moneyHold,
 	})
 	if err != nil {
 		return err
@@ -250,7 +259,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	e := newEcho(log, tr, proxies)
-	e.GET("/healthz", healthz)
+	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
 	rest := webRoutes(e, lim, svc.Bound)
@@ -346,7 +355,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		closers = append(closers, stopAdmin)
 	}
 
-	srv := newHTTPServer(cfg, e, log)
+	srv := newHTTPServer(cfg, closeWhenDraining(e, ready.isDraining), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ready.serving()
@@ -355,6 +364,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		zap.Duration("call_deadline", cfg.CallDeadline),
 		zap.Duration("rest_timeout", cfg.RESTTimeout),
 		zap.Duration("shutdown_timeout", cfg.ShutdownTimeout),
+		zap.Duration("shutdown_delay", cfg.ShutdownDelay),
 		zap.String("addr", ln.Addr().String()),
 		zap.String("soap_path", cfg.SOAPPath),
 		zap.String("wsdl", publicURL+cfg.SOAPPath+"?wsdl"),
@@ -373,7 +383,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// Drain before closing: /readyz fails at once, and for shutdown_delay
+	// the listener still accepts and serves, each reply closing its
+	// connection, so that the balancer takes the replica out before a
+	// request can meet a connection being closed.
 	ready.draining()
+	if cfg.ShutdownDelay > 0 {
+		log.Info("draining: not ready, still serving", zap.Duration("shutdown_delay", cfg.ShutdownDelay))
+		select {
+		case err := <-served:
+			return fmt.Errorf("serve: %w", err)
+		case <-time.After(cfg.ShutdownDelay):
+		}
+	}
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

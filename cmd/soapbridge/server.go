@@ -137,8 +137,33 @@ func newHTTPServer(cfg Config, h http.Handler, log *zap.Logger) *http.Server {
 	}
 }
 
+// closeWhenDraining answers every request with Connection: close once
+// draining reports true (the shutdown delay): the connection closes after
+// its reply, so that a balancer stops reusing it, while idle connections
+// are left open (closing them at once is what makes a balancer send a
+// request down a connection being closed) until the server shuts down.
+func closeWhenDraining(h http.Handler, draining func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// healthzUnless is healthz answering 503 once draining reports true, for
+// balancers that check the public port rather than the admin /readyz.
+func healthzUnless(draining func() bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if draining() {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		}
+		return healthz(c)
+	}
 }
 
 // clientIPKey holds the caller's address in the echo context, from the

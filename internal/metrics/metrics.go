@@ -190,6 +190,7 @@ type Metrics struct {
 	reloads     *prometheus.CounterVec
 	dependency  *prometheus.GaugeVec
 	ready       atomic.Pointer[func() bool]
+	against     atomic.Pointer[func() int64] // soapbridge_replicas_incompatible
 	connections atomic.Pointer[func() ConnStats]
 	counts      *storeCounts
 	logins      *prometheus.CounterVec // auth.go
@@ -269,6 +270,14 @@ func New(o Options) *Metrics {
 		}
 		return 0
 	})
+	against := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "soapbridge_replicas_incompatible",
+		Help: "Live replicas on the same database that this one may not serve beside (release and schema version in the replicas table); while above 0 money-moving calls are refused."},
+		func() float64 {
+			if f := m.against.Load(); f != nil {
+				return float64((*f)())
+			}
+			return 0
+		})
 	m.unmapped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soapbridge_unmapped_payment_channels_total",
 		Help: "paymentChannels and defaultPaymentChannel codes without a REST equivalent, by code (a legacy table code or unknown) and outcome (dropped, use_enabled, refused)."},
 		[]string{"code", "outcome"})
@@ -283,7 +292,7 @@ func New(o Options) *Metrics {
 	}
 	m.counts = newStoreCounts(o.Operations)
 	r.MustRegister(build, soapCalls, soapLat, flowReqs, m.gwCalls, m.gwLat, m.tokens, m.attempts, m.storeLat, sigs, m.unmapped,
-		m.reloads, m.dependency, ready, m.counts, connCollector{m})
+		m.reloads, m.dependency, ready, against, m.counts, connCollector{m})
 	m.registerLogins()
 	m.registerRefusals(o)
 
@@ -505,6 +514,10 @@ func (m *Metrics) SetDependencyUp(dependency string, up bool) {
 
 // SetReadiness makes soapbridge_ready report ready() at every scrape.
 func (m *Metrics) SetReadiness(ready func() bool) { m.ready.Store(&ready) }
+
+// SetIncompatibleReplicas makes soapbridge_replicas_incompatible report
+// n() at every scrape.
+func (m *Metrics) SetIncompatibleReplicas(n func() int64) { m.against.Store(&n) }
 
 // maxFailures is how many failed deliveries the status page lists.
 const maxFailures = 20
