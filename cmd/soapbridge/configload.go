@@ -1,21 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/v2"
 	"go.yaml.in/yaml/v3"
 )
+
+// How a setting is read: the config file, the SOAPBRIDGE_ variables and the
+// flags each give a map of file keys to text (the file's YAML scalars as
+// written); koanf merges the three in that order, and mapstructure decodes
+// the result over the defaults through decodeHook, whose messages are the
+// bridge's own. A decoding error names its key (mapstructure.DecodeError),
+// so it is told in the notation of the layer that gave the value.
 
 // envPrefix prefixes every environment variable of the bridge.
 const envPrefix = "SOAPBRIDGE_"
@@ -29,7 +36,7 @@ func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 // bridge-wide settings' variables, and replay_window never had one.
 var fileOnlyMerchantKeys = []string{"replay_window", "rate_limit", "rate_burst"}
 
-// setting is one field of a Config or a Merchant, found by its yaml tag.
+// setting is one configuration key bound to its field.
 type setting struct {
 	key, help string
 	ptr       any // *string, *int, *int64, *float64, *time.Duration, *bool or **bool
@@ -62,61 +69,58 @@ func merchantEnv(m *Merchant) []setting {
 	return slices.DeleteFunc(fieldsOf(m), func(s setting) bool { return slices.Contains(fileOnlyMerchantKeys, s.key) })
 }
 
-// bind makes each setting a flag of fs bound to its field: the flag package
-// parses flags and variables alike, and -h shows types and defaults.
-func bind(fs *flag.FlagSet, settings []setting) {
-	for _, s := range settings {
-		name, help := flagName(s.key), fmt.Sprintf("%s (file %s, env %s)", s.help, s.key, envName(s.key))
-		switch p := s.ptr.(type) {
-		case *string:
-			fs.StringVar(p, name, *p, help)
-		case *time.Duration:
-			fs.DurationVar(p, name, *p, help)
-		case *int:
-			fs.IntVar(p, name, *p, help)
-		case *int64:
-			fs.Int64Var(p, name, *p, help)
-		case *float64:
-			fs.Float64Var(p, name, *p, help)
-		case *bool:
-			fs.BoolVar(p, name, *p, help)
-		case **bool: // nil: not set
-			fs.BoolFunc(name, help, func(v string) error { b, err := strconv.ParseBool(v); *p = &b; return err })
-		}
+// flagValue is a setting as a flag: Set keeps the text, decoded with the
+// file's and the variables' values.
+type flagValue struct {
+	key, typ, def string
+	set           map[string]any
+}
+
+func (f *flagValue) String() string     { return f.def }
+func (f *flagValue) Set(s string) error { f.set[f.key] = s; return nil }
+func (f *flagValue) IsBoolFlag() bool   { return f.typ == "" }
+
+// typeWords name a setting's type in -h and in errors.
+var typeWords = map[reflect.Kind][2]string{reflect.String: {"string", "a string"}, reflect.Int: {"int", "an integer"},
+	reflect.Int64: {"int", "an integer"}, reflect.Float64: {"float", "a number"}, reflect.Bool: {"", "true or false"},
+	reflect.Slice: {"list", "a list"}, reflect.Struct: {"mapping", "a mapping (key: value)"}}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// typeWord is what a value of t is called: in -h (short) or in errors.
+func typeWord(t reflect.Type, short bool) string {
+	switch {
+	case t == durationType && short:
+		return "duration"
+	case t == durationType:
+		return "a duration (e.g. 30s, 2m)"
+	case t.Kind() == reflect.Pointer:
+		t = t.Elem()
 	}
-}
-
-// setEnv sets each setting of fs whose variable getenv gives.
-func setEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := envName(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" && f.Name != "config" && f.Name != "version" && fs.Set(f.Name, v) != nil {
-			errs = append(errs, fmt.Errorf("%s: %s", name, badValue(f, v)))
-		}
-	})
-	return errors.Join(errs...)
-}
-
-// badValue says what v, given for f, should have been.
-func badValue(f *flag.Flag, v string) string {
-	typ, _ := flag.UnquoteUsage(f)
-	if _, err := strconv.ParseFloat(v, 64); err == nil && typ == "duration" {
-		return fmt.Sprintf("`%s` is not a duration, write `%ss` (or another unit: 500ms, 2m, 1h)", v, v) // seconds? milliseconds?
+	if short {
+		return typeWords[t.Kind()][0]
 	}
-	return fmt.Sprintf("`%s` is not %s", v, map[string]string{"duration": "a duration (e.g. 30s, 2m)", "int": "an integer",
-		"float": "a number", "": "true or false"}[typ])
+	return typeWords[t.Kind()][1]
 }
 
-// flags is the bridge's flag set bound to cfg: -config (configFile by
-// default), -version and every setting.
-func flags(cfg *Config, configFile string) (fs *flag.FlagSet, path *string, version *bool) {
-	fs = flag.NewFlagSet("soapbridge", flag.ContinueOnError)
+// flags is the bridge's flag set: -config (configFile by default),
+// -version and every setting of cfg, whose values show as the defaults.
+// The flags given are collected in set, by file key.
+func flags(cfg *Config, configFile string) (fs *flag.FlagSet, path *string, version *bool, set map[string]any) {
+	fs, set = flag.NewFlagSet("soapbridge", flag.ContinueOnError), map[string]any{}
 	fs.SetOutput(io.Discard)
 	path = fs.String("config", configFile, "YAML (or JSON) file with settings and merchants (env SOAPBRIDGE_CONFIG; not a file key)")
 	version = fs.Bool("version", false, "print the version, the VCS revision and the Go version")
-	bind(fs, fieldsOf(cfg))
-	return fs, path, version
+	for _, s := range fieldsOf(cfg) {
+		v := reflect.ValueOf(s.ptr).Elem()
+		def := ""
+		if v.Kind() != reflect.Pointer || !v.IsNil() {
+			def = fmt.Sprint(reflect.Indirect(v))
+		}
+		fs.Var(&flagValue{s.key, typeWord(v.Type(), true), def, set}, flagName(s.key),
+			fmt.Sprintf("%s (file %s, env %s)", s.help, s.key, envName(s.key)))
+	}
+	return fs, path, version, set
 }
 
 // errVersion is loadConfig's answer to -version.
@@ -129,11 +133,12 @@ var errVersion = errors.New("version asked for")
 // errVersion. Errors never contain a secret.
 func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	cfg := defaultConfig()
-	fs, path, version := flags(&cfg, getenv(envPrefix+"CONFIG"))
-	// A first pass finds -config and refuses bad flags before anything is
-	// read; the flags are applied again last, over the file and variables.
+	fs, path, version, flagged := flags(&cfg, getenv(envPrefix+"CONFIG"))
+	if name := undefinedFlag(fs, args); name != "" {
+		return cfg, unknownFlag(fs, name)
+	}
 	if err := fs.Parse(args); err != nil {
-		return cfg, flagError(fs, err)
+		return cfg, err
 	}
 	switch {
 	case *version:
@@ -141,21 +146,153 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected argument %q (settings are flags: -listen=:8080)", fs.Arg(0))
 	}
-	cfg = defaultConfig()
+	env := map[string]any{}
+	for _, k := range keysOf(fieldsOf(&cfg)) {
+		if v := getenv(envName(k)); v != "" {
+			env[k] = v
+		}
+	}
+	k, lines := koanf.New("."), map[string][2]int{}
 	if *path != "" {
-		if err := readFile(&cfg, *path); err != nil {
+		file, err := readFile(*path, lines)
+		if err != nil {
 			return cfg, err
 		}
+		k.Load(layer(file), nil) //nolint:errcheck // a map cannot fail to load
 		cfg.ConfigFile = *path
 	}
-	if err := setEnv(fs, getenv); err != nil {
+	k.Load(layer(env), nil)     //nolint:errcheck // as above
+	k.Load(layer(flagged), nil) //nolint:errcheck // as above
+	err := decode(k, &cfg, func(key string, unknown bool) string {
+		top := key[:strings.IndexAny(key+".", ".[")]
+		switch at := lines[key]; {
+		case flagged[top] != nil:
+			return "flag -" + flagName(top) + ": "
+		case env[top] != nil:
+			return envName(top) + ": "
+		case unknown:
+			return fmt.Sprintf("config file %s, line %d: ", *path, at[0])
+		default:
+			return fmt.Sprintf("config file %s, line %d: %s: ", *path, at[1], key)
+		}
+	})
+	if err != nil {
 		return cfg, err
 	}
-	fs.Parse(args) //nolint:errcheck // parsed without error above
 	if err := mergeMerchantEnv(&cfg, getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.validate()
+}
+
+// layer is one source of settings for koanf: a map of file keys.
+type layer map[string]any
+
+func (l layer) Read() (map[string]any, error) { return l, nil }
+func (l layer) ReadBytes() ([]byte, error)    { return nil, errors.New("not bytes") }
+
+// decode decodes k over dst and restates each problem in the notation of
+// where its value came from (where gives the prefix of a key's message).
+// A key that is no setting gets the closest one as a suggestion.
+func decode(k *koanf.Koanf, dst any, where func(key string, unknown bool) string) error {
+	var md mapstructure.Metadata
+	err := k.UnmarshalWithConf("", dst, koanf.UnmarshalConf{Tag: "yaml", DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: decodeHook, Metadata: &md, Squash: true, MatchName: func(a, b string) bool { return a == b }}})
+	var errs []error
+	var flat func(error)
+	flat = func(err error) {
+		var de *mapstructure.DecodeError
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				flat(e)
+			}
+		} else if errors.As(err, &de) {
+			errs = append(errs, fmt.Errorf("%s%v", where(de.Name(), false), de.Unwrap()))
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	flat(err)
+	slices.Sort(md.Unused)
+	for _, key := range md.Unused {
+		parent, name := "", key
+		if i := strings.LastIndex(key, "."); i >= 0 {
+			parent, name = key[:i], key[i+1:]
+		}
+		known := append(keysOf(fieldsOf(dst)), "merchants")
+		if parent != "" {
+			known = keysOf(fieldsOf(&Merchant{}))
+		}
+		errs = append(errs, errors.New(where(key, true)+notASetting(name, known, "`%s`")))
+	}
+	return errors.Join(errs...)
+}
+
+// decodeHook turns a value's text into the field's type, or says what it
+// should have been.
+func decodeHook(_, to reflect.Type, data any) (any, error) {
+	s, scalar := data.(string)
+	_, list := data.([]any)
+	var err error
+	switch kind := to.Kind(); {
+	case kind == reflect.Pointer, kind == reflect.Slice && list, kind == reflect.Struct && !scalar && !list, kind == reflect.String && scalar:
+		return data, nil
+	case !scalar:
+		return nil, fmt.Errorf("%s is not %s", map[bool]string{true: "a list", false: "a mapping"}[list], typeWord(to, false))
+	case to == durationType:
+		if data, err = time.ParseDuration(s); err != nil {
+			if _, e := strconv.ParseFloat(s, 64); e == nil { // a bare number: seconds? milliseconds?
+				return nil, fmt.Errorf("`%s` is not a duration, write `%ss` (or another unit: 500ms, 2m, 1h)", s, s)
+			}
+		}
+	case kind == reflect.Int || kind == reflect.Int64:
+		data, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	case kind == reflect.Float64:
+		data, err = strconv.ParseFloat(strings.TrimSpace(s), 64)
+	case kind == reflect.Bool:
+		data, err = strconv.ParseBool(strings.TrimSpace(s))
+	default: // a scalar where a list or a mapping belongs
+		err = errors.ErrUnsupported
+	}
+	if err != nil {
+		return nil, fmt.Errorf("`%s` is not %s", s, typeWord(to, false))
+	}
+	return data, nil
+}
+
+// undefinedFlag is the first flag in args that fs does not define, read as
+// flag.Parse reads them ("" if none; -h and -help ask for help).
+func undefinedFlag(fs *flag.FlagSet, args []string) string {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" || len(args[i]) < 2 || args[i][0] != '-' {
+			return ""
+		}
+		name, _, value := strings.Cut(strings.TrimPrefix(args[i][1:], "-"), "=")
+		switch f := fs.Lookup(name); {
+		case f == nil && name != "h" && name != "help":
+			return name
+		case f != nil && !value && !isBool(f):
+			i++ // its value
+		}
+	}
+	return ""
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// unknownFlag says that -name is no flag, suggests the closest one, and
+// points to the variable of a merchant setting.
+func unknownFlag(fs *flag.FlagSet, name string) error {
+	var known []string
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+	hint := notASetting(name, known, "-%s")
+	if env := envName(strings.ReplaceAll(name, "-", "_")); slices.Contains(knownEnv(), env) {
+		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)", env)
+	}
+	return errors.New(hint)
 }
 
 // mergeMerchantEnv applies the merchant variables. They override the file's
@@ -166,15 +303,15 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	if len(cfg.Merchants) > 0 {
 		cfg.merchantSources = append(cfg.merchantSources, "merchants of the config file")
 	}
-	given := map[string]string{}
+	given := map[string]any{}
 	for _, s := range merchantEnv(&Merchant{}) {
 		if v := getenv(envName(s.key)); v != "" {
 			given[s.key] = v
 			cfg.merchantSources = append(cfg.merchantSources, envName(s.key))
 		}
 	}
-	goid, err := strconv.ParseInt(strings.TrimSpace(given["goid"]), 10, 64)
-	if given["goid"] != "" && err != nil {
+	goid, err := strconv.ParseInt(strings.TrimSpace(getenv(envName("goid"))), 10, 64)
+	if given["goid"] != nil && err != nil {
 		return fmt.Errorf("%s: `%s` is not an integer", envName("goid"), given["goid"])
 	}
 	t := 0 // the merchant the variables apply to
@@ -192,86 +329,54 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	default:
 		cfg.Merchants, t = append(cfg.Merchants, Merchant{}), len(cfg.Merchants)
 	}
-	fs := flag.NewFlagSet("merchant", flag.ContinueOnError)
-	bind(fs, merchantEnv(&cfg.Merchants[t]))
-	return setEnv(fs, getenv)
+	k := koanf.New(".")
+	k.Load(layer(given), nil) //nolint:errcheck // a map cannot fail to load
+	return decode(k, &cfg.Merchants[t], func(key string, _ bool) string { return envName(key) + ": " })
 }
 
-// readFile decodes the config file into cfg: YAML (or JSON), known keys
-// only.
-func readFile(cfg *Config, path string) error {
+// readFile reads the config file (YAML or JSON) as maps, lists and the
+// scalars' text, and notes the lines of each key and of its value.
+func readFile(path string, lines map[string][2]int) (map[string]any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && err != io.EOF { // io.EOF: an empty file sets nothing
-		return fileError(path, b, err)
-	}
-	return nil
-}
-
-// The decoder's messages that fileError restates in the settings' terms.
-var (
-	unknownKey = regexp.MustCompile("^line (\\d+): field (.+) not found in type (\\S+)$")
-	wrongType  = regexp.MustCompile("^line (\\d+): (cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+))$")
-)
-
-// fileError names the file, the line and the key of each problem the
-// decoder found in b, and suggests the setting meant for a key that is none.
-func fileError(path string, b []byte, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	errs := make([]error, len(te.Errors))
-	for i, e := range te.Errors {
-		if m := unknownKey.FindStringSubmatch(e); m != nil {
-			fields := append(fieldsOf(&Config{}), setting{key: "merchants"})
-			if m[3] == "operations.Merchant" {
-				fields = fieldsOf(&Merchant{})
-			}
-			e = fmt.Sprintf("line %s: %s", m[1], notASetting(m[2], keysOf(fields), "`%s`"))
-		} else if m := wrongType.FindStringSubmatch(e); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			if m[5] == "time.Duration" && m[3] != "str" { // a bare number: seconds? milliseconds?
-				m[2] = fmt.Sprintf("`%s` is not a duration, write `%ss`", m[4], m[4])
-			}
-			e = fmt.Sprintf("line %d: %s: %s", line, keyAt(b, line, strings.TrimSuffix(m[4], "...")), m[2])
-		}
-		errs[i] = fmt.Errorf("config file %s, %s", path, e)
-	}
-	return errors.Join(errs...)
-}
-
-// keyAt is the path (read_timeout, merchants[0].goid) of the first key
-// whose value is on line of the YAML in b and starts with value.
-func keyAt(b []byte, line int, value string) string {
 	var doc yaml.Node
-	yaml.Unmarshal(b, &doc) //nolint:errcheck // decoded once already
-	var find func(n *yaml.Node, path string) string
-	find = func(n *yaml.Node, path string) string {
-		for i, c := range n.Content {
-			p := path
-			switch {
-			case n.Kind == yaml.MappingNode && i%2 == 0:
-				continue
-			case n.Kind == yaml.MappingNode:
-				p = strings.TrimPrefix(path+"."+n.Content[i-1].Value, ".")
-			case n.Kind == yaml.SequenceNode:
-				p = fmt.Sprintf("%s[%d]", path, i)
-			}
-			if k := find(c, p); k != "" {
-				return k
-			}
-			if n.Kind == yaml.MappingNode && c.Line == line && strings.HasPrefix(c.Value, value) {
-				return p
-			}
-		}
-		return ""
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	return find(&doc, "")
+	if len(doc.Content) == 0 { // an empty file sets nothing
+		return nil, nil
+	}
+	if err := doc.Decode(&map[string]any{}); err != nil { // a key given twice, or no mapping at all
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	var plain func(n *yaml.Node, path string, line int) any
+	plain = func(n *yaml.Node, path string, line int) any {
+		lines[path] = [2]int{line, n.Line}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			return plain(n.Content[0], path, line)
+		case yaml.AliasNode:
+			return plain(n.Alias, path, line)
+		case yaml.MappingNode:
+			m := map[string]any{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key := strings.TrimPrefix(path+"."+n.Content[i].Value, ".")
+				m[n.Content[i].Value] = plain(n.Content[i+1], key, n.Content[i].Line)
+			}
+			return m
+		case yaml.SequenceNode:
+			l := make([]any, len(n.Content))
+			for i, c := range n.Content {
+				l[i] = plain(c, fmt.Sprintf("%s[%d]", path, i), c.Line)
+			}
+			return l
+		}
+		return map[bool]any{true: nil, false: n.Value}[n.ShortTag() == "!!null"]
+	}
+	m, _ := plain(&doc, "", 0).(map[string]any)
+	return m, nil
 }
 
 // printUsage writes what -h shows.
@@ -290,9 +395,24 @@ Precedence: defaults < config file < environment < flags.
 Flags:
 `)
 	d := defaultConfig()
-	fs, _, _ := flags(&d, "")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	fs, _, _, _ := flags(&d, "")
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, def := "", f.DefValue
+		if v, ok := f.Value.(*flagValue); ok {
+			typ = v.typ
+		} else if f.Name == "config" {
+			typ = "string"
+		}
+		fmt.Fprintf(w, "  -%s", f.Name)
+		if typ != "" {
+			fmt.Fprintf(w, " %s", typ)
+		}
+		fmt.Fprintf(w, "\n    \t%s", f.Usage)
+		if def != "" && def != "0" && def != "0s" && def != "false" {
+			fmt.Fprintf(w, map[bool]string{true: " (default %q)", false: " (default %s)"}[typ == "string"], def)
+		}
+		fmt.Fprintln(w)
+	})
 	vars := keysOf(merchantEnv(&Merchant{}))
 	for i, k := range vars {
 		vars[i] = envName(k)

@@ -2,11 +2,8 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -81,28 +78,6 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-// flagError restates the flag package's errors: a flag that is none gets a
-// suggestion, a bad value says what it should have been.
-func flagError(fs *flag.FlagSet, err error) error {
-	if m := badFlagValue.FindStringSubmatch(err.Error()); m != nil {
-		v, _ := strconv.Unquote(m[1])
-		return fmt.Errorf("flag -%s: %s", m[2], badValue(fs.Lookup(m[2]), v))
-	}
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok {
-		return err
-	}
-	var known []string
-	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
-	hint := notASetting(name, known, "-%s")
-	if env := envName(strings.ReplaceAll(name, "-", "_")); slices.Contains(knownEnv(), env) {
-		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)", env)
-	}
-	return errors.New(hint)
-}
-
-var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-(\S+): `)
 
 // knownEnv are the bridge's variables.
 func knownEnv() []string {
