@@ -161,7 +161,9 @@ func (c *Config) Retention() store.Retention {
 }
 
 // core is the core's part of c, as operations.Config.Validate checks it
-// (and operations.New again). It shares c.Merchants.
+// and main.go hands it to operations.New with the wiring added. It shares
+// c.Merchants. A core setting is copied here, nowhere else: a test fails
+// when a field of operations.Config is neither copied nor wired.
 func (c *Config) core() operations.Config {
 	return operations.Config{Merchants: c.Merchants, DefaultGoID: c.DefaultGoID, CallDeadline: c.CallDeadline,
 		PublicURL: c.PublicURL, ReturnStatusTimeout: c.ReturnStatusTimeout}
