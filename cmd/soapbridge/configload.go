@@ -80,27 +80,18 @@ func (f *flagValue) String() string     { return f.def }
 func (f *flagValue) Set(s string) error { f.set[f.key] = s; return nil }
 func (f *flagValue) IsBoolFlag() bool   { return f.typ == "" }
 
-// typeWords name a setting's type in -h and in errors.
-var typeWords = map[reflect.Kind][2]string{reflect.String: {"string", "a string"}, reflect.Int: {"int", "an integer"},
-	reflect.Int64: {"int", "an integer"}, reflect.Float64: {"float", "a number"}, reflect.Bool: {"", "true or false"},
-	reflect.Slice: {"list", "a list"}, reflect.Struct: {"mapping", "a mapping (key: value)"}}
-
 var durationType = reflect.TypeFor[time.Duration]()
 
-// typeWord is what a value of t is called: in -h (short) or in errors.
+// typeWord names a value of t in -h (short) or in errors.
 func typeWord(t reflect.Type, short bool) string {
-	switch {
-	case t == durationType && short:
-		return "duration"
-	case t == durationType:
-		return "a duration (e.g. 30s, 2m)"
-	case t.Kind() == reflect.Pointer:
-		t = t.Elem()
+	k := map[bool]string{true: "duration", false: t.Kind().String()}[t == durationType]
+	if t.Kind() == reflect.Pointer {
+		k = t.Elem().Kind().String()
 	}
-	if short {
-		return typeWords[t.Kind()][0]
-	}
-	return typeWords[t.Kind()][1]
+	w := map[string][2]string{"string": {"string", "a string"}, "int": {"int", "an integer"}, "int64": {"int", "an integer"},
+		"float64": {"float", "a number"}, "bool": {"", "true or false"}, "duration": {"duration", "a duration (e.g. 30s, 2m)"},
+		"slice": {"list", "a list"}, "struct": {"mapping", "a mapping (key: value)"}}[k]
+	return w[map[bool]int{true: 0, false: 1}[short]]
 }
 
 // flags is the bridge's flag set: -config (configFile by default),
@@ -113,9 +104,9 @@ func flags(cfg *Config, configFile string) (fs *flag.FlagSet, path *string, vers
 	version = fs.Bool("version", false, "print the version, the VCS revision and the Go version")
 	for _, s := range fieldsOf(cfg) {
 		v := reflect.ValueOf(s.ptr).Elem()
-		def := ""
-		if v.Kind() != reflect.Pointer || !v.IsNil() {
-			def = fmt.Sprint(reflect.Indirect(v))
+		def := fmt.Sprint(reflect.Indirect(v))
+		if v.Kind() == reflect.Pointer && v.IsNil() { // sandbox: not set
+			def = ""
 		}
 		fs.Var(&flagValue{s.key, typeWord(v.Type(), true), def, set}, flagName(s.key),
 			fmt.Sprintf("%s (file %s, env %s)", s.help, s.key, envName(s.key)))
@@ -134,11 +125,8 @@ var errVersion = errors.New("version asked for")
 func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	cfg := defaultConfig()
 	fs, path, version, flagged := flags(&cfg, getenv(envPrefix+"CONFIG"))
-	if name := undefinedFlag(fs, args); name != "" {
-		return cfg, unknownFlag(fs, name)
-	}
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, unknownFlag(fs, args, err)
 	}
 	switch {
 	case *version:
@@ -146,24 +134,15 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected argument %q (settings are flags: -listen=:8080)", fs.Arg(0))
 	}
-	env := map[string]any{}
-	for _, k := range keysOf(fieldsOf(&cfg)) {
-		if v := getenv(envName(k)); v != "" {
-			env[k] = v
-		}
-	}
-	k, lines := koanf.New("."), map[string][2]int{}
+	env, file, lines := fromEnv(fieldsOf(&cfg), getenv), map[string]any(nil), map[string][2]int{}
 	if *path != "" {
-		file, err := readFile(*path, lines)
-		if err != nil {
+		var err error
+		if file, err = readFile(*path, lines); err != nil {
 			return cfg, err
 		}
-		k.Load(layer(file), nil) //nolint:errcheck // a map cannot fail to load
 		cfg.ConfigFile = *path
 	}
-	k.Load(layer(env), nil)     //nolint:errcheck // as above
-	k.Load(layer(flagged), nil) //nolint:errcheck // as above
-	err := decode(k, &cfg, func(key string, unknown bool) string {
+	err := decode(&cfg, func(key string, unknown bool) string {
 		top := key[:strings.IndexAny(key+".", ".[")]
 		switch at := lines[key]; {
 		case flagged[top] != nil:
@@ -175,11 +154,11 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 		default:
 			return fmt.Sprintf("config file %s, line %d: %s: ", *path, at[1], key)
 		}
-	})
-	if err != nil {
-		return cfg, err
+	}, file, env, flagged)
+	if err == nil {
+		err = mergeMerchantEnv(&cfg, getenv)
 	}
-	if err := mergeMerchantEnv(&cfg, getenv); err != nil {
+	if err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.validate()
@@ -191,39 +170,48 @@ type layer map[string]any
 func (l layer) Read() (map[string]any, error) { return l, nil }
 func (l layer) ReadBytes() ([]byte, error)    { return nil, errors.New("not bytes") }
 
-// decode decodes k over dst and restates each problem in the notation of
-// where its value came from (where gives the prefix of a key's message).
-// A key that is no setting gets the closest one as a suggestion.
-func decode(k *koanf.Koanf, dst any, where func(key string, unknown bool) string) error {
-	var md mapstructure.Metadata
+// fromEnv maps the key of each of settings whose variable getenv gives to
+// its value.
+func fromEnv(settings []setting, getenv func(string) string) map[string]any {
+	env := map[string]any{}
+	for _, s := range settings {
+		if v := getenv(envName(s.key)); v != "" {
+			env[s.key] = v
+		}
+	}
+	return env
+}
+
+// decode merges layers (later ones win) with koanf, decodes them over dst
+// and restates each problem in the notation of where its value came from
+// (where gives the prefix of a key's message). A key that is no setting
+// gets the closest one as a suggestion.
+func decode(dst any, where func(key string, unknown bool) string, layers ...map[string]any) error {
+	k, md := koanf.New("."), mapstructure.Metadata{}
+	for _, l := range layers {
+		k.Load(layer(l), nil) //nolint:errcheck // a map cannot fail to load
+	}
 	err := k.UnmarshalWithConf("", dst, koanf.UnmarshalConf{Tag: "yaml", DecoderConfig: &mapstructure.DecoderConfig{
 		DecodeHook: decodeHook, Metadata: &md, Squash: true, MatchName: func(a, b string) bool { return a == b }}})
 	var errs []error
-	var flat func(error)
-	flat = func(err error) {
+	for q := []error{err}; len(q) > 0; q = q[1:] { // mapstructure joins the errors of each struct and list
 		var de *mapstructure.DecodeError
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				flat(e)
-			}
-		} else if errors.As(err, &de) {
+		switch j, ok := q[0].(interface{ Unwrap() []error }); {
+		case ok:
+			q = append(q, j.Unwrap()...)
+		case errors.As(q[0], &de):
 			errs = append(errs, fmt.Errorf("%s%v", where(de.Name(), false), de.Unwrap()))
-		} else if err != nil {
-			errs = append(errs, err)
+		case q[0] != nil:
+			errs = append(errs, q[0])
 		}
 	}
-	flat(err)
 	slices.Sort(md.Unused)
 	for _, key := range md.Unused {
-		parent, name := "", key
-		if i := strings.LastIndex(key, "."); i >= 0 {
-			parent, name = key[:i], key[i+1:]
-		}
 		known := append(keysOf(fieldsOf(dst)), "merchants")
-		if parent != "" {
+		if strings.Contains(key, ".") { // merchants[2].secret_key
 			known = keysOf(fieldsOf(&Merchant{}))
 		}
-		errs = append(errs, errors.New(where(key, true)+notASetting(name, known, "`%s`")))
+		errs = append(errs, errors.New(where(key, true)+notASetting(key[strings.LastIndex(key, ".")+1:], known, "`%s`")))
 	}
 	return errors.Join(errs...)
 }
@@ -260,39 +248,23 @@ func decodeHook(_, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-// undefinedFlag is the first flag in args that fs does not define, read as
-// flag.Parse reads them ("" if none; -h and -help ask for help).
-func undefinedFlag(fs *flag.FlagSet, args []string) string {
-	for i := 0; i < len(args); i++ {
-		if args[i] == "--" || len(args[i]) < 2 || args[i][0] != '-' {
-			return ""
-		}
-		name, _, value := strings.Cut(strings.TrimPrefix(args[i][1:], "-"), "=")
-		switch f := fs.Lookup(name); {
-		case f == nil && name != "h" && name != "help":
-			return name
-		case f != nil && !value && !isBool(f):
-			i++ // its value
-		}
-	}
-	return ""
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// unknownFlag says that -name is no flag, suggests the closest one, and
-// points to the variable of a merchant setting.
-func unknownFlag(fs *flag.FlagSet, name string) error {
+// unknownFlag restates err, fs's answer to args, when a flag in args is
+// none: it suggests the closest one, and the variable of a merchant setting.
+func unknownFlag(fs *flag.FlagSet, args []string, err error) error {
 	var known []string
 	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
-	hint := notASetting(name, known, "-%s")
-	if env := envName(strings.ReplaceAll(name, "-", "_")); slices.Contains(knownEnv(), env) {
-		hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)", env)
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || slices.Contains(append(known, "h", "help", ""), name) {
+			continue
+		}
+		hint := notASetting(name, known, "-%s")
+		if env := envName(strings.ReplaceAll(name, "-", "_")); slices.Contains(knownEnv(), env) {
+			hint += fmt.Sprintf(" (merchant settings are not flags, their secrets would show in ps: use %s or the config file)", env)
+		}
+		return errors.New(hint)
 	}
-	return errors.New(hint)
+	return err
 }
 
 // mergeMerchantEnv applies the merchant variables. They override the file's
@@ -303,10 +275,9 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	if len(cfg.Merchants) > 0 {
 		cfg.merchantSources = append(cfg.merchantSources, "merchants of the config file")
 	}
-	given := map[string]any{}
+	given := fromEnv(merchantEnv(&Merchant{}), getenv)
 	for _, s := range merchantEnv(&Merchant{}) {
-		if v := getenv(envName(s.key)); v != "" {
-			given[s.key] = v
+		if given[s.key] != nil {
 			cfg.merchantSources = append(cfg.merchantSources, envName(s.key))
 		}
 	}
@@ -329,9 +300,7 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 	default:
 		cfg.Merchants, t = append(cfg.Merchants, Merchant{}), len(cfg.Merchants)
 	}
-	k := koanf.New(".")
-	k.Load(layer(given), nil) //nolint:errcheck // a map cannot fail to load
-	return decode(k, &cfg.Merchants[t], func(key string, _ bool) string { return envName(key) + ": " })
+	return decode(&cfg.Merchants[t], func(key string, _ bool) string { return envName(key) + ": " }, given)
 }
 
 // readFile reads the config file (YAML or JSON) as maps, lists and the
@@ -396,20 +365,14 @@ Flags:
 `)
 	d := defaultConfig()
 	fs, _, _, _ := flags(&d, "")
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, def := "", f.DefValue
+	fs.VisitAll(func(f *flag.Flag) { // as flag.PrintDefaults, with the settings' types
+		typ, _ := flag.UnquoteUsage(f)
 		if v, ok := f.Value.(*flagValue); ok {
 			typ = v.typ
-		} else if f.Name == "config" {
-			typ = "string"
 		}
-		fmt.Fprintf(w, "  -%s", f.Name)
-		if typ != "" {
-			fmt.Fprintf(w, " %s", typ)
-		}
-		fmt.Fprintf(w, "\n    \t%s", f.Usage)
-		if def != "" && def != "0" && def != "0s" && def != "false" {
-			fmt.Fprintf(w, map[bool]string{true: " (default %q)", false: " (default %s)"}[typ == "string"], def)
+		fmt.Fprintf(w, "  -%s\n    \t%s", strings.TrimSpace(f.Name+" "+typ), f.Usage)
+		if !slices.Contains([]string{"", "0", "0s", "false"}, f.DefValue) {
+			fmt.Fprintf(w, map[bool]string{true: " (default %q)", false: " (default %s)"}[typ == "string"], f.DefValue)
 		}
 		fmt.Fprintln(w)
 	})

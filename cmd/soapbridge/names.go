@@ -44,12 +44,10 @@ func notASetting(name string, known []string, quote string) string {
 // known one (listen_address for listen) counts as close.
 func closest(name string, known []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
-	n := norm(name)
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		kn := norm(k)
-		d := levenshtein(n, kn)
-		limit := max(2, len(kn)/3)
+		n, kn := norm(name), norm(k)
+		d, limit := levenshtein(n, kn), max(2, len(kn)/3)
 		if strings.HasPrefix(n, kn) || strings.HasPrefix(kn, n) {
 			limit = d // a prefix relation is close at any distance
 		}

@@ -106,7 +106,9 @@ func TestDocsListEverySetting(t *testing.T) {
 			rows = append(rows, l)
 		}
 	}
-	inTable := func(s string) bool { return slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, s) }) }
+	inTable := func(s string) bool {
+		return slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, s) })
+	}
 	inExample := func(key string) bool {
 		return regexp.MustCompile(`(?m)^\s*#?\s*(- )?` + key + `:`).Match(example)
 	}
