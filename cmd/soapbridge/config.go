@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,9 +19,9 @@ import (
 	"github.com/legacybridge/soapbridge/wsdl"
 )
 
-// Config is the bridge's configuration, decoded from the config file by
-// yaml.v3 (known keys only), then from SOAPBRIDGE_ variables and flags
-// (configload.go). Each setting is one field: its yaml tag is the file key,
+// Config is the bridge's configuration: the config file, the SOAPBRIDGE_
+// variables and the flags, in that order, decoded over defaultConfig() with
+// known keys only (configload.go). Each setting is one field: its yaml tag is the file key,
 // from which its variable (SOAPBRIDGE_READ_TIMEOUT) and flag
 // (-read-timeout) follow, and its help tag is what -h says. Merchants come
 // from the file or the environment only: their secrets do not belong on a
@@ -189,9 +188,8 @@ func (c *Config) validate() error {
 	var errs []error
 	core := c.core()
 	for _, p := range core.Validate(c.RESTTimeout) {
-		msg := merchantMessage(*c, p)
 		if p.Key != "public_url" || c.PublicURL != "" { // the listen address stands in on the sandbox; a gateway needs it (below)
-			errs = append(errs, errors.New(msg+names(p.Key)))
+			errs = append(errs, errors.New(merchantMessage(*c, p)+names(p.Key)))
 		}
 	}
 	window := time.Duration(0) // the longest replay window: the ledger must keep entries that long
@@ -267,7 +265,7 @@ func merchantMessage(c Config, p operations.Problem) string {
 	fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
 	who := fmt.Sprintf("#%d", i+1)
 	if i < len(c.Merchants) && c.Merchants[i].GoID > 0 {
-		who = strconv.FormatInt(c.Merchants[i].GoID, 10)
+		who = fmt.Sprint(c.Merchants[i].GoID)
 	}
 	return "merchant " + who + ": " + p.Msg
 }

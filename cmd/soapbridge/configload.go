@@ -85,12 +85,9 @@ var durationType = reflect.TypeFor[time.Duration]()
 // typeWord names a value of t in -h (short) or in errors.
 func typeWord(t reflect.Type, short bool) string {
 	k := map[bool]string{true: "duration", false: t.Kind().String()}[t == durationType]
-	if t.Kind() == reflect.Pointer {
-		k = t.Elem().Kind().String()
-	}
 	w := map[string][2]string{"string": {"string", "a string"}, "int": {"int", "an integer"}, "int64": {"int", "an integer"},
-		"float64": {"float", "a number"}, "bool": {"", "true or false"}, "duration": {"duration", "a duration (e.g. 30s, 2m)"},
-		"slice": {"list", "a list"}, "struct": {"mapping", "a mapping (key: value)"}}[k]
+		"float64": {"float", "a number"}, "bool": {"", "true or false"}, "ptr": {"", "true or false"}, // sandbox, *bool: nil when not set
+		"duration": {"duration", "a duration (e.g. 30s, 2m)"}, "slice": {"list", "a list"}, "struct": {"mapping", "a mapping (key: value)"}}[k]
 	return w[map[bool]int{true: 0, false: 1}[short]]
 }
 
@@ -311,21 +308,16 @@ func readFile(path string, lines map[string][2]int) (map[string]any, error) {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	if err := yaml.Unmarshal(b, &map[string]any{}); err != nil { // bad YAML, a key given twice, no mapping
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	if len(doc.Content) == 0 { // an empty file sets nothing
+	if _ = yaml.Unmarshal(b, &doc); len(doc.Content) == 0 { // an empty file sets nothing
 		return nil, nil
-	}
-	if err := doc.Decode(&map[string]any{}); err != nil { // a key given twice, or no mapping at all
-		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	var plain func(n *yaml.Node, path string, line int) any
 	plain = func(n *yaml.Node, path string, line int) any {
 		lines[path] = [2]int{line, n.Line}
 		switch n.Kind {
-		case yaml.DocumentNode:
-			return plain(n.Content[0], path, line)
 		case yaml.AliasNode:
 			return plain(n.Alias, path, line)
 		case yaml.MappingNode:
@@ -344,7 +336,7 @@ func readFile(path string, lines map[string][2]int) (map[string]any, error) {
 		}
 		return map[bool]any{true: nil, false: n.Value}[n.ShortTag() == "!!null"]
 	}
-	m, _ := plain(&doc, "", 0).(map[string]any)
+	m, _ := plain(doc.Content[0], "", 0).(map[string]any)
 	return m, nil
 }
 
@@ -382,4 +374,103 @@ Flags:
 	}
 	fmt.Fprintf(w, "\nMerchants come from the config file (merchants: - goid: …), or for one merchant from\n%s;\n"+
 		"never from flags (ps would show their secrets). Without any, the demo merchant runs on the embedded sandbox.\n", strings.Join(vars, ", "))
+}
+
+// names gives each key in every notation the operator may have set it in:
+// " (log_format / SOAPBRIDGE_LOG_FORMAT / -log-format)". A merchant's key
+// (merchants[1].secure_key) has no flag, and a file-only one no variable.
+func names(keys ...string) string {
+	var out []string
+	for _, k := range keys {
+		_, field, merchant := strings.Cut(k, "].")
+		switch {
+		case k == "merchants":
+			out = append(out, "merchants in the config file, or "+envName("goid")+" and the other merchant variables")
+		case merchant && slices.Contains(fileOnlyMerchantKeys, field):
+			out = append(out, k+" in the config file")
+		case merchant:
+			out = append(out, k+" / "+envName(field))
+		default:
+			out = append(out, k+" / "+envName(k)+" / -"+flagName(k))
+		}
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
+// notASetting says that name is not one of known, in the notation of the
+// place it came from (quote formats a name: "`%s`", "-%s", "%s"), and
+// suggests the closest known name when one is close enough to be a typo.
+func notASetting(name string, known []string, quote string) string {
+	msg := fmt.Sprintf(quote+" is not a setting", name)
+	if s := closest(name, known); s != "" {
+		msg += fmt.Sprintf("; did you mean "+quote+"?", s)
+	}
+	return msg
+}
+
+// closest returns the known name most likely meant by name, or "". Case
+// and the '-'/'_' spelling are ignored; a name that extends or shortens a
+// known one (listen_address for listen) counts as close.
+func closest(name string, known []string) string {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		n, kn := norm(name), norm(k)
+		d, limit := levenshtein(n, kn), max(2, len(kn)/3)
+		if strings.HasPrefix(n, kn) || strings.HasPrefix(kn, n) {
+			limit = d // a prefix relation is close at any distance
+		}
+		if d <= limit && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// levenshtein is the edit distance of a and b, one row at a time.
+func levenshtein(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := range len(a) {
+		diag := row[0] // row[j] of the row before, for j+1
+		row[0] = i + 1
+		for j := range len(b) {
+			sub := diag + 1
+			if a[i] == b[j] {
+				sub = diag
+			}
+			diag, row[j+1] = row[j+1], min(row[j+1]+1, row[j]+1, sub)
+		}
+	}
+	return row[len(b)]
+}
+
+// knownEnv are the bridge's variables.
+func knownEnv() []string {
+	known := append(keysOf(fieldsOf(&Config{})), append(keysOf(merchantEnv(&Merchant{})), "config")...)
+	for i, k := range known {
+		known[i] = envName(k)
+	}
+	return known
+}
+
+// envNotOurs are SOAPBRIDGE_ variables the project's own tests and tools
+// read; the bridge ignores them instead of calling them typos.
+var envNotOurs = []string{envPrefix + "E2E_BINARY", envPrefix + "ARTIFACTS"}
+
+// checkEnvNames refuses SOAPBRIDGE_ variables that are no setting: a
+// misspelt SOAPBRIDGE_GATEWAY_ULR would otherwise be ignored in silence,
+// as a misspelt file key would be.
+func checkEnvNames(environ []string) error {
+	known := knownEnv()
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, envPrefix) && !slices.Contains(known, name) && !slices.Contains(envNotOurs, name) {
+			errs = append(errs, errors.New(notASetting(name, known, "%s")))
+		}
+	}
+	return errors.Join(errs...)
 }
