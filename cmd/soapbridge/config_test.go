@@ -530,3 +530,50 @@ merchants:
 	assert.Contains(t, err.Error(), "void_recurrent_reply")
 	assert.Contains(t, err.Error(), "SOAPBRIDGE_VOID_RECURRENT_REPLY")
 }
+
+// The file is YAML as operators write it: anchors, aliases and merge keys
+// (a merchant's own keys win over those it merges), JSON, numbers where a
+// string belongs; an empty file sets nothing.
+func TestConfigFileYAMLFeatures(t *testing.T) {
+	cfg, err := loadConfig([]string{"-config", writeConfigFile(t, fmt.Sprintf(`
+sandbox: true
+shared: &shared {client_secret: %[1]s, secure_key: %[2]s, currency: eur, rate_limit: 2.5}
+merchants:
+  - {<<: *shared, goid: 8000000001, client_id: 1234567890}
+  - <<: *shared
+    goid: 8000000002
+    client_id: two
+    currency: czk
+`, cfgSecret, cfgKey))}, envOf(nil))
+	require.ErrorContains(t, err, "line 3: `shared` is not a setting", "the anchor's own key is no setting")
+	assert.NotContains(t, err.Error(), "merchants[")
+
+	cfg, err = loadConfig([]string{"-config", writeConfigFile(t, fmt.Sprintf(`
+sandbox: true
+merchants:
+  - &first {goid: 8000000001, client_id: 1234567890, client_secret: %[1]s, secure_key: %[2]s, currency: eur, rate_limit: 2.5}
+  - <<: *first
+    goid: 8000000002
+    currency: czk
+`, cfgSecret, cfgKey))}, envOf(nil))
+	require.NoError(t, err)
+	require.Len(t, cfg.Merchants, 2)
+	assert.Equal(t, "1234567890", cfg.Merchants[0].ClientID, "an unquoted number is a string's text")
+	assert.Equal(t, "EUR", cfg.Merchants[0].Currency)
+	assert.Equal(t, 2.5, cfg.Merchants[1].RateLimit)
+	assert.Equal(t, "1234567890", cfg.Merchants[1].ClientID)
+	assert.Equal(t, int64(8000000002), cfg.Merchants[1].GoID)
+	assert.Equal(t, "CZK", cfg.Merchants[1].Currency, "the merchant's own key wins over the merged one")
+
+	cfg, err = loadConfig([]string{"-config", writeConfigFile(t, `{"listen": "127.0.0.1:1", "sandbox": true, "max_depth": 9}`)}, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:1", cfg.Listen)
+	assert.Equal(t, 9, cfg.MaxDepth)
+
+	for _, empty := range []string{"", "# nothing yet\n"} {
+		cfg, err = loadConfig([]string{"-config", writeConfigFile(t, empty)}, envOf(nil))
+		require.NoError(t, err)
+		assert.Equal(t, defaultConfig().Listen, cfg.Listen)
+		assert.True(t, cfg.Demo)
+	}
+}

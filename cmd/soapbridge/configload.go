@@ -131,7 +131,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected argument %q (settings are flags: -listen=:8080)", fs.Arg(0))
 	}
-	env, file, lines := fromEnv(fieldsOf(&cfg), getenv), map[string]any(nil), map[string][2]int{}
+	env, file, lines := fromEnv(fieldsOf(&cfg), getenv), map[string]any(nil), map[string]int{}
 	if *path != "" {
 		var err error
 		if file, err = readFile(*path, lines); err != nil {
@@ -141,16 +141,15 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	err := decode(&cfg, func(key string, unknown bool) string {
 		top := key[:strings.IndexAny(key+".", ".[")]
-		switch at := lines[key]; {
+		switch {
 		case flagged[top] != nil:
 			return "flag -" + flagName(top) + ": "
 		case env[top] != nil:
 			return envName(top) + ": "
 		case unknown:
-			return fmt.Sprintf("config file %s, line %d: ", *path, at[0])
-		default:
-			return fmt.Sprintf("config file %s, line %d: %s: ", *path, at[1], key)
+			return fmt.Sprintf("config file %s, line %d: ", *path, lines[key])
 		}
+		return fmt.Sprintf("config file %s, line %d: %s: ", *path, lines[key], key)
 	}, file, env, flagged)
 	if err == nil {
 		err = mergeMerchantEnv(&cfg, getenv)
@@ -301,8 +300,8 @@ func mergeMerchantEnv(cfg *Config, getenv func(string) string) error {
 }
 
 // readFile reads the config file (YAML or JSON) as maps, lists and the
-// scalars' text, and notes the lines of each key and of its value.
-func readFile(path string, lines map[string][2]int) (map[string]any, error) {
+// scalars' text, and notes the line of each value by its key path.
+func readFile(path string, lines map[string]int) (map[string]any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -314,29 +313,30 @@ func readFile(path string, lines map[string][2]int) (map[string]any, error) {
 	if _ = yaml.Unmarshal(b, &doc); len(doc.Content) == 0 { // an empty file sets nothing
 		return nil, nil
 	}
-	var plain func(n *yaml.Node, path string, line int) any
-	plain = func(n *yaml.Node, path string, line int) any {
-		lines[path] = [2]int{line, n.Line}
+	var plain func(n *yaml.Node, path string) any
+	plain = func(n *yaml.Node, path string) any {
+		lines[path] = n.Line
 		switch n.Kind {
 		case yaml.AliasNode:
-			return plain(n.Alias, path, line)
+			return plain(n.Alias, path)
 		case yaml.MappingNode:
+			var kv map[string]yaml.Node
+			n.Decode(&kv) //nolint:errcheck // decoded whole above; this resolves merge keys (<<: *defaults)
 			m := map[string]any{}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				key := strings.TrimPrefix(path+"."+n.Content[i].Value, ".")
-				m[n.Content[i].Value] = plain(n.Content[i+1], key, n.Content[i].Line)
+			for key, v := range kv {
+				m[key] = plain(&v, strings.TrimPrefix(path+"."+key, "."))
 			}
 			return m
 		case yaml.SequenceNode:
 			l := make([]any, len(n.Content))
 			for i, c := range n.Content {
-				l[i] = plain(c, fmt.Sprintf("%s[%d]", path, i), c.Line)
+				l[i] = plain(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 			return l
 		}
 		return map[bool]any{true: nil, false: n.Value}[n.ShortTag() == "!!null"]
 	}
-	m, _ := plain(doc.Content[0], "", 0).(map[string]any)
+	m, _ := plain(doc.Content[0], "").(map[string]any)
 	return m, nil
 }
 
