@@ -121,3 +121,56 @@ func TestDocsListEverySetting(t *testing.T) {
 		assert.True(t, inExample(s.key), "soapbridge.example.yaml lacks the merchant key %s (commented out is fine)", s.key)
 	}
 }
+
+// docs/configuration.md's default column says the real defaults: each
+// setting's default (after the derived ones, as -h shows them) equals the
+// row's backquoted value in the order of its flags ("`30s` / `60s`"), or
+// its zero value where the row says none, not set or first merchant.
+func TestDocsDefaultsAreTheDefaults(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	require.NoError(t, err)
+	cfg, err := loadConfig(nil, envOf(nil))
+	require.NoError(t, err)
+	byFlag := map[string]setting{}
+	for _, s := range fieldsOf(&cfg) {
+		byFlag["-"+flagName(s.key)] = s
+	}
+	quoted := regexp.MustCompile("`([^`]*)`")
+	checked := 0
+	for _, row := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(row, " | ")
+		if !strings.HasPrefix(row, "| `-") || len(cells) < 4 || strings.HasPrefix(row, "| `-config`") {
+			continue
+		}
+		flags := quoted.FindAllStringSubmatch(cells[0], -1)
+		def, _, _ := strings.Cut(cells[3], ";")
+		var values []string
+		for _, m := range quoted.FindAllStringSubmatch(def, -1) {
+			values = append(values, m[1])
+		}
+		if len(values) == 0 {
+			values = strings.Fields(def)[:1]
+		}
+		if !assert.Len(t, values, len(flags), "%s: one default per flag", cells[0]) {
+			continue
+		}
+		for i, f := range flags {
+			s, ok := byFlag[f[1]]
+			if !assert.True(t, ok, "%s is no flag", f[1]) {
+				continue
+			}
+			field := reflect.ValueOf(s.ptr).Elem()
+			want := reflect.Zero(field.Type()).Interface()
+			if !slices.Contains([]string{"none", "not", "first"}, values[i]) {
+				v, err := decodeHook(nil, field.Type(), values[i])
+				if !assert.NoError(t, err, "%s: default %q", f[1], values[i]) {
+					continue
+				}
+				want = reflect.ValueOf(v).Convert(field.Type()).Interface()
+			}
+			assert.Equal(t, want, field.Interface(), "docs/configuration.md: the default of %s", f[1])
+			checked++
+		}
+	}
+	assert.Equal(t, len(byFlag), checked, "every setting's default is checked")
+}
