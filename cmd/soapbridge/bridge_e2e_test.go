@@ -73,7 +73,11 @@ func bridgeBinary(t *testing.T) string {
 }
 
 func goBuild(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	args := []string{"build", "-o", out}
+	if raceOn {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
@@ -262,6 +266,7 @@ func (b *bridgeProc) Stop() {
 		<-b.done
 	}
 	checkNoSecrets(t, b.log.String(), b.readyAt, b.embedded)
+	checkNoRace(t, b.log.String())
 }
 
 // Kill ends the bridge with SIGKILL (a crash: no shutdown code runs), for
@@ -275,6 +280,16 @@ func (b *bridgeProc) Kill() {
 	}
 	<-b.done
 	checkNoSecrets(t, b.log.String(), b.readyAt, b.embedded)
+	checkNoRace(t, b.log.String())
+}
+
+// checkNoRace fails the test when the bridge, built with -race in the race
+// pass, reported a data race.
+func checkNoRace(t *testing.T, log string) {
+	t.Helper()
+	if i := strings.Index(log, "WARNING: DATA RACE"); i >= 0 {
+		t.Errorf("the bridge reported a data race:\n%s", log[i:min(len(log), i+6000)])
+	}
 }
 
 // checkNoSecrets: with the embedded sandbox the bridge prints the demo

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,9 +19,9 @@ import (
 	"github.com/legacybridge/soapbridge/wsdl"
 )
 
-// Config is the bridge's configuration, decoded from the config file by
-// yaml.v3 (known keys only), then from SOAPBRIDGE_ variables and flags
-// (configload.go). Each setting is one field: its yaml tag is the file key,
+// Config is the bridge's configuration: the config file, the SOAPBRIDGE_
+// variables and the flags, in that order, decoded over defaultConfig() with
+// known keys only (configload.go). Each setting is one field: its yaml tag is the file key,
 // from which its variable (SOAPBRIDGE_READ_TIMEOUT) and flag
 // (-read-timeout) follow, and its help tag is what -h says. Merchants come
 // from the file or the environment only: their secrets do not belong on a
@@ -169,7 +168,9 @@ func (c *Config) Retention() store.Retention {
 }
 
 // core is the core's part of c, as operations.Config.Validate checks it
-// (and operations.New again). It shares c.Merchants.
+// and main.go hands it to operations.New with the wiring added. It shares
+// c.Merchants. A core setting is copied here, nowhere else: a test fails
+// when a field of operations.Config is neither copied nor wired.
 func (c *Config) core() operations.Config {
 	return operations.Config{Merchants: c.Merchants, DefaultGoID: c.DefaultGoID, CallDeadline: c.CallDeadline,
 		PublicURL: c.PublicURL, ReturnStatusTimeout: c.ReturnStatusTimeout}
@@ -196,9 +197,8 @@ func (c *Config) validate() error {
 	var errs []error
 	core := c.core()
 	for _, p := range core.Validate(c.RESTTimeout) {
-		msg := merchantMessage(*c, p)
 		if p.Key != "public_url" || c.PublicURL != "" { // the listen address stands in on the sandbox; a gateway needs it (below)
-			errs = append(errs, errors.New(msg+names(p.Key)))
+			errs = append(errs, errors.New(merchantMessage(*c, p)+names(p.Key)))
 		}
 	}
 	window := time.Duration(0) // the longest replay window: the ledger must keep entries that long
@@ -277,7 +277,7 @@ func merchantMessage(c Config, p operations.Problem) string {
 	fmt.Sscanf(p.Key, "merchants[%d]", &i) //nolint:errcheck // the core's key
 	who := fmt.Sprintf("#%d", i+1)
 	if i < len(c.Merchants) && c.Merchants[i].GoID > 0 {
-		who = strconv.FormatInt(c.Merchants[i].GoID, 10)
+		who = fmt.Sprint(c.Merchants[i].GoID)
 	}
 	return "merchant " + who + ": " + p.Msg
 }

@@ -194,7 +194,7 @@ merchants:
 		{name: "bad goid in file", file: "merchants:\n  - {goid: -1, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
 			want: "merchant #1: goid must be a positive integer"},
 		{name: "non-numeric goid in file", file: "merchants:\n  - {goid: abc, client_id: a, client_secret: " + cfgSecret + ", secure_key: " + cfgKey + "}\n",
-			want: "line 2: merchants[0].goid: cannot unmarshal !!str `abc` into int64"},
+			want: "line 2: merchants[0].goid: `abc` is not an integer"},
 		{name: "duplicate goid", file: strings.ReplaceAll(twoMerchants, "8000000002", "8000000001"), env: map[string]string{}, want: "merchant 8000000001: configured twice (merchants[1].goid / SOAPBRIDGE_GOID)"},
 		{name: "env merchant ambiguous", file: twoMerchants, env: map[string]string{"SOAPBRIDGE_CLIENT_SECRET": cfgSecret}, want: "SOAPBRIDGE_GOID is not"},
 		{name: "unknown key in file", file: "listen: :1\nlisten_port: 2\n", want: "line 2: `listen_port` is not a setting; did you mean `listen`?"},
@@ -456,9 +456,9 @@ func TestConfigErrorsInTheUsersTerms(t *testing.T) {
 		{name: "bare number duration in file", file: "read_timeout: 30\n", want: "line 1: read_timeout: `30` is not a duration, write `30s`"},
 		{name: "bare number duration in env", env: map[string]string{"SOAPBRIDGE_IDLE_TIMEOUT": "30"}, want: "SOAPBRIDGE_IDLE_TIMEOUT: `30` is not a duration, write `30s`"},
 		{name: "bare number duration as flag", args: []string{"-write-timeout", "2.5"}, want: "flag -write-timeout: `2.5` is not a duration, write `2.5s`"},
-		{name: "list for a single value", file: "listen:\n  - :1\n", want: "line 2: listen: cannot unmarshal !!seq into string"},
+		{name: "list for a single value", file: "listen:\n  - :1\n", want: "line 2: listen: a list is not a string"},
 		{name: "key set twice", file: "listen: :1\nlisten: :2\n", want: `line 2: mapping key "listen" already defined at line 1`},
-		{name: "merchants not a list", file: "merchants: 5\n", want: "line 1: merchants: cannot unmarshal !!int `5` into []operations.Merchant"},
+		{name: "merchants not a list", file: "merchants: 5\n", want: "line 1: merchants: `5` is not a list"},
 		{name: "misspelt flag", args: []string{"-listen-adress", ":1"}, want: "-listen-adress is not a setting; did you mean -listen?"},
 		{name: "validation names the keys", env: map[string]string{"SOAPBRIDGE_LOG_FORMAT": "xml"},
 			want: `log format: "xml" is not json or console (log_format / SOAPBRIDGE_LOG_FORMAT / -log-format)`},
@@ -530,4 +530,51 @@ merchants:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "void_recurrent_reply")
 	assert.Contains(t, err.Error(), "SOAPBRIDGE_VOID_RECURRENT_REPLY")
+}
+
+// The file is YAML as operators write it: anchors, aliases and merge keys
+// (a merchant's own keys win over those it merges), JSON, numbers where a
+// string belongs; an empty file sets nothing.
+func TestConfigFileYAMLFeatures(t *testing.T) {
+	cfg, err := loadConfig([]string{"-config", writeConfigFile(t, fmt.Sprintf(`
+sandbox: true
+shared: &shared {client_secret: %[1]s, secure_key: %[2]s, currency: eur, rate_limit: 2.5}
+merchants:
+  - {<<: *shared, goid: 8000000001, client_id: 1234567890}
+  - <<: *shared
+    goid: 8000000002
+    client_id: two
+    currency: czk
+`, cfgSecret, cfgKey))}, envOf(nil))
+	require.ErrorContains(t, err, "line 3: `shared` is not a setting", "the anchor's own key is no setting")
+	assert.NotContains(t, err.Error(), "merchants[")
+
+	cfg, err = loadConfig([]string{"-config", writeConfigFile(t, fmt.Sprintf(`
+sandbox: true
+merchants:
+  - &first {goid: 8000000001, client_id: 1234567890, client_secret: %[1]s, secure_key: %[2]s, currency: eur, rate_limit: 2.5}
+  - <<: *first
+    goid: 8000000002
+    currency: czk
+`, cfgSecret, cfgKey))}, envOf(nil))
+	require.NoError(t, err)
+	require.Len(t, cfg.Merchants, 2)
+	assert.Equal(t, "1234567890", cfg.Merchants[0].ClientID, "an unquoted number is a string's text")
+	assert.Equal(t, "EUR", cfg.Merchants[0].Currency)
+	assert.Equal(t, 2.5, cfg.Merchants[1].RateLimit)
+	assert.Equal(t, "1234567890", cfg.Merchants[1].ClientID)
+	assert.Equal(t, int64(8000000002), cfg.Merchants[1].GoID)
+	assert.Equal(t, "CZK", cfg.Merchants[1].Currency, "the merchant's own key wins over the merged one")
+
+	cfg, err = loadConfig([]string{"-config", writeConfigFile(t, `{"listen": "127.0.0.1:1", "sandbox": true, "max_depth": 9}`)}, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:1", cfg.Listen)
+	assert.Equal(t, 9, cfg.MaxDepth)
+
+	for _, empty := range []string{"", "# nothing yet\n"} {
+		cfg, err = loadConfig([]string{"-config", writeConfigFile(t, empty)}, envOf(nil))
+		require.NoError(t, err)
+		assert.Equal(t, defaultConfig().Listen, cfg.Listen)
+		assert.True(t, cfg.Demo)
+	}
 }

@@ -211,26 +211,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Observer:     met,
 		Tracer:       tr,
 	})
-	svc, err := operations.New(operations.Config{
-		Merchants:   cfg.Merchants,
-		DefaultGoID: cfg.DefaultGoID,
-		Gateway:     gw,
-		Outbox: operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
-			met.OutboxFailed(metrics.OutboxFailure(f))
-		}},
-		OnBadSignature:    met.BadSignature,
-		OnRefusal:         func(r operations.Refusal) { met.Refused(metrics.Refusal(r)) },
-		OnUnmappedChannel: met.UnmappedChannel,
-		Observer:          met,
-		Usage:             rec,
-		CallDeadline:      cfg.CallDeadline,
-		Store:             st,
-		Logger:            log.Named("operations"),
-		PublicURL:         publicURL,
-
-		ReturnStatusTimeout: cfg.ReturnStatusTimeout,
-		MoneyHold:           watch.moneyHold,
-	})
+	// The core's settings come from cfg.core() (config.go); the rest is wiring.
+	core := cfg.core()
+	core.PublicURL, core.Gateway, core.Store, core.Logger, core.Usage = publicURL, gw, st, log.Named("operations"), rec
+	core.Outbox = operations.OutboxConfig{OnAttempt: met.OutboxAttempt, OnFailure: func(f operations.DeliveryFailure) {
+		met.OutboxFailed(metrics.OutboxFailure(f))
+	}}
+	core.OnBadSignature, core.OnUnmappedChannel = met.BadSignature, met.UnmappedChannel
+	core.OnRefusal = func(r operations.Refusal) { met.Refused(metrics.Refusal(r)) }
+	core.Observer, core.MoneyHold = met, watch.moneyHold
+	svc, err := operations.New(core)
 	if err != nil {
 		return err
 	}
