@@ -533,6 +533,11 @@ func newAdminHosts(listen string, names []string) adminHosts {
 // allows reports whether the admin listener answers a request whose Host
 // header is host.
 func (h adminHosts) allows(host string) bool {
+	if host == "" {
+		// HTTP/1.0 without Host (HAProxy's default httpchk): no name, so
+		// nothing a browser page could have rebound.
+		return true
+	}
 	name := host
 	if n, _, err := net.SplitHostPort(host); err == nil {
 		name = n

@@ -214,7 +214,8 @@ func TestAdminHostNames(t *testing.T) {
 	h := newAdminHosts("admin.internal:9090", names)
 	for host, want := range map[string]bool{
 		"admin.internal:9090": true, "admin.internal": true, "localhost": true, "127.0.0.1:1": true, "[::1]": true,
-		"192.0.2.7:9090": true, "other:80": true, "": false, "evil.example:9090": false, "admin.internal.evil.example": false,
+		"192.0.2.7:9090": true, "other:80": true, "": true, // HTTP/1.0 without Host: HAProxy's default check
+		"evil.example:9090": false, "admin.internal.evil.example": false,
 		"localhost.evil.example": false, "[evil.example]:9090": false,
 	} {
 		assert.Equal(t, want, h.allows(host), host)

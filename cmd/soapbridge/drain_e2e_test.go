@@ -452,7 +452,7 @@ func incompatibleReplicas(t *testing.T, b *bridgeProc) string {
 
 // TestReplicaOfAnotherReleaseHoldsMoneyCalls: a replica of a release this
 // one may not run beside (its row in the replicas table says it needs
-// schema version 10 or later of its peers) makes this one refuse refunds
+// schema version 999 or later of its peers) makes this one refuse refunds
 // with a clear fault, log it and export it, while createPayment goes on;
 // once that replica is gone, refunds act again. The foreign row's
 // heartbeat lies in the future, so it stays live however slow the run.
@@ -466,7 +466,7 @@ func TestReplicaOfAnotherReleaseHoldsMoneyCalls(t *testing.T) {
 	require.Equal(t, "0", incompatibleReplicas(t, e.b))
 
 	_, err = db.Exec(`INSERT INTO replicas (id, release, schema_version, runs_beside, host, heartbeat_at)
-		VALUES ('next/1/test', 'v-next', 12, 10, 'elsewhere', now() + interval '1 hour')`)
+		VALUES ('next/1/test', 'v-next', 1000, 999, 'elsewhere', now() + interval '1 hour')`)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return incompatibleReplicas(t, e.b) == "1" }, time.Minute, 100*time.Millisecond,
 		"the next heartbeat finds the replica it may not serve beside")
@@ -476,7 +476,7 @@ func TestReplicaOfAnotherReleaseHoldsMoneyCalls(t *testing.T) {
 	assert.Equal(t, "CALL_COMPLETED", e.soap("createPayment", plainCreateBody(t, "http://shop.invalid", "HOLD-1")).String(),
 		"createPayment moves no money: it goes on")
 	assert.Contains(t, e.b.log.String(), `a replica this one may not serve beside is live`)
-	assert.Contains(t, e.b.log.String(), `next/1/test (release v-next, schema version 12, runs beside 10)`)
+	assert.Contains(t, e.b.log.String(), `next/1/test (release v-next, schema version 1000, runs beside 999)`)
 
 	_, err = db.Exec(`DELETE FROM replicas WHERE id = 'next/1/test'`)
 	require.NoError(t, err)
