@@ -23,9 +23,9 @@ import (
 // that call instead (after acting when lostReply is set: the reply of a
 // call that happened is lost).
 type fakeGateway struct {
-	mu        sync.Mutex
-	next      int64
-	payments  map[int64]*restbackend.Payment
+	mu       sync.Mutex
+	next     int64
+	payments map[int64]*restbackend.Payment
 	// callbacks are the callback URLs each payment was created with.
 	callbacks map[int64]*restbackend.Callback
 	refunds   map[int64][]restbackend.Refund
