@@ -71,7 +71,7 @@ func flowPartialRefund(t *testing.T, bridge, id string, amount int64, desc strin
 func TestNotifyEveryPartialRefund(t *testing.T) {
 	shop := newFlowShop(t)
 	b := startBridge(t, withEnv("SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify"))
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 	id := flowCreate(t, shop, "REFUNDS-1")
 	flowPay(t, b.SandboxURL, id)
 	shop.waitNotification(t, id)
@@ -107,7 +107,7 @@ func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
 			var previous string
 			for run := 1; run <= 3; run++ {
 				b := startBridge(t, withDB(db), withEnv(env...))
-				shop.bridge = b.URL
+				shop.setBridge(b.URL)
 				if previous != "" && mode == "state file" {
 					assert.Equal(t, "PAID", flowText(flowStatus(t, b.URL, previous), "sessionState"),
 						"run %d: the previous run's payment %s is still known to the sandbox", run, previous)
@@ -153,7 +153,7 @@ func TestReturnTokenAndOutagePageInBrowser(t *testing.T) {
 	shop := newFlowShop(t)
 	b := startBridge(t, withEnv("SOAPBRIDGE_GATEWAY_URL="+proxy.URL()+"/api",
 		"SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify", "SOAPBRIDGE_RETURN_STATUS_TIMEOUT=1s"))
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 	// Released before the bridge stops: status reads of notifications held
 	// by the proxy fail at once instead of delaying the shutdown.
 	t.Cleanup(proxy.Close)

@@ -39,7 +39,10 @@ import (
 type flowShop struct {
 	t      *testing.T
 	srv    *httptest.Server
-	bridge string // the bridge's public URL, set once it runs
+	// bridge is the bridge's public URL, set once it runs; a test may
+	// point the shop at a new bridge while its handlers still serve a
+	// browser of the last one.
+	bridge atomic.Pointer[string]
 
 	mu       sync.Mutex
 	returns  []flowReturn
@@ -106,7 +109,7 @@ func (s *flowShop) buyFull(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(&members, `<preAuthorization xsi:type="SOAP-ENC:boolean">false</preAuthorization><recurrentPayment xsi:type="SOAP-ENC:boolean">false</recurrentPayment>`+
 		`<targetGoId xsi:type="SOAP-ENC:long">%s</targetGoId><totalPrice xsi:type="SOAP-ENC:long">%s</totalPrice>`, demoGoID, c.Get("totalPrice"))
-	doc, err := flowSOAP(s.bridge, "createPayment", `<paymentCommand xsi:type="ns2:EPaymentCommand">`+members.String()+`</paymentCommand>`)
+	doc, err := flowSOAP(s.bridgeURL(), "createPayment", `<paymentCommand xsi:type="ns2:EPaymentCommand">`+members.String()+`</paymentCommand>`)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -117,7 +120,7 @@ func (s *flowShop) buyFull(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _ := strconv.ParseInt(flowText(doc, "paymentSessionId"), 10, 64)
 	goid, _ := strconv.ParseInt(demoGoID, 10, 64)
-	u, err := web.PayFullURL(s.bridge, demoSecureKey, goid, id)
+	u, err := web.PayFullURL(s.bridgeURL(), demoSecureKey, goid, id)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -131,7 +134,7 @@ func (s *flowShop) buyBase(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<!DOCTYPE html><html lang="cs"><head><meta charset="utf-8"><title>Pokladna</title></head><body>`+
 		`<h1>Pokladna testovacího obchodu</h1><p>Objednávka %s, 459,00 Kč</p><form method="post" action="%s">`,
-		html.EscapeString(c.Get("orderNumber")), html.EscapeString(s.bridge+web.PathPayBase))
+		html.EscapeString(c.Get("orderNumber")), html.EscapeString(s.bridgeURL()+web.PathPayBase))
 	for k, vs := range c {
 		fmt.Fprintf(&b, `<input type="hidden" name="paymentCommand.%s" value="%s">`, html.EscapeString(k), html.EscapeString(vs[0]))
 	}
@@ -316,7 +319,7 @@ func TestFlowsInBrowser(t *testing.T) {
 	node, chromium := flowBrowser(t)
 	shop := newFlowShop(t)
 	b := startBridge(t, withEnv("SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify"))
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 
 	journey := func(t *testing.T, start, expect string, steps []flowStep) (flowReturn, flowBrowserResult) {
 		res := flowDrive(t, node, chromium, start, expect, steps)
@@ -404,7 +407,7 @@ func TestFlowsNotificationSurvivesKill(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	notify := withEnv("SOAPBRIDGE_NOTIFICATION_URL=" + shop.srv.URL + "/notify")
 	b := startBridge(t, withDB(db), notify)
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 
 	// A payment created and paid: the sandbox notifies the bridge.
 	req, err := http.NewRequest(http.MethodGet, shop.srv.URL+"/buy/full?order=KILL-1", nil)
@@ -472,4 +475,15 @@ func TestFlowsStatementDownload(t *testing.T) {
 	require.NoError(t, err)
 	resp2.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp2.StatusCode)
+}
+
+// setBridge points the shop at the bridge at url.
+func (s *flowShop) setBridge(url string) { s.bridge.Store(&url) }
+
+// bridgeURL is the bridge the shop calls.
+func (s *flowShop) bridgeURL() string {
+	if u := s.bridge.Load(); u != nil {
+		return *u
+	}
+	return ""
 }

@@ -34,7 +34,7 @@ func TestTwoBridgesOnePostgres(t *testing.T) {
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	ids := make([]string, 0, n)
 	for i := range n {
-		shop.bridge = bridges[i%2].URL
+		shop.setBridge(bridges[i%2].URL)
 		resp, err := noRedirect.Get(fmt.Sprintf("%s/buy/full?order=MP-%d", shop.srv.URL, i))
 		require.NoError(t, err)
 		resp.Body.Close()

@@ -255,7 +255,7 @@ func TestThreeReplicasBehindHAProxy(t *testing.T) {
 		replicas[i] = startBridge(t, withDB(dsn), env)
 	}
 	hap := startHAProxy(t, hapBin, lbPort, replicas)
-	shop.bridge = lb
+	shop.setBridge(lb)
 	notified := 0 // notifications the e-shop received
 
 	// One payment across the replicas, one step at a time through the

@@ -127,7 +127,7 @@ func TestNoUsableReturnTokenInDatabase(t *testing.T) {
 			shop := newFlowShop(t)
 			b := startBridge(t, withDB(dsn), withEnv("SOAPBRIDGE_GATEWAY_URL="+rec.srv.URL+"/api",
 				"SOAPBRIDGE_NOTIFICATION_URL="+shop.srv.URL+"/notify"))
-			shop.bridge = b.URL
+			shop.setBridge(b.URL)
 			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 			// Two payments; one paid: its notification (the gateway's call

@@ -43,7 +43,7 @@ func TestUsageReportOfKnownMix(t *testing.T) {
 		// what the processes recorded, whatever the machine's speed.
 		"SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h")
 	a, b := startBridge(t, withDB(dsn), env), startBridge(t, withDB(dsn), env)
-	shop.bridge = a.URL
+	shop.setBridge(a.URL)
 	java, cp := axisClasspath(t, b)
 
 	// Replica a: PHP SoapClient (touch, a paid card payment with its status
@@ -332,7 +332,7 @@ func reportOf(t *testing.T, b *bridgeProc) report.Merchant {
 func TestUsageForgedPayBaseFillsNothingAndCountsOnce(t *testing.T) {
 	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
 	shop := newFlowShop(t)
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 	for i := range 24 {
 		form := payBaseForm(t, shop, fmt.Sprintf("F-%d", i), fmt.Sprintf("xx_forged_%02d", i))
 		form.Set("paymentCommand.encryptedSignature", strings.Repeat("ab", 24))
@@ -358,7 +358,7 @@ func TestUsageForgedPayBaseFillsNothingAndCountsOnce(t *testing.T) {
 func TestStatusPageAgreesWithReport(t *testing.T) {
 	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
 	shop := newFlowShop(t)
-	shop.bridge = b.URL
+	shop.setBridge(b.URL)
 	for i := range 2 {
 		require.Equal(t, http.StatusFound, browserDo(t, http.MethodGet, shop.srv.URL+"/buy/full?order=AGREE-"+strconv.Itoa(i), nil),
 			"createPayment over SOAP, then the shop's redirect to pay-full-v2")
