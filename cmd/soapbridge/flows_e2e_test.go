@@ -37,8 +37,8 @@ import (
 // flowShop is a legacy e-shop: it knows the bridge's SOAP endpoint and
 // the merchant's secure key, nothing else.
 type flowShop struct {
-	t      *testing.T
-	srv    *httptest.Server
+	t   *testing.T
+	srv *httptest.Server
 	// bridge is the bridge's public URL, set once it runs; a test may
 	// point the shop at a new bridge while its handlers still serve a
 	// browser of the last one.
