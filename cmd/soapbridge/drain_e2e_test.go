@@ -27,7 +27,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -174,28 +173,7 @@ backend bridges
   http-response set-header X-Served-By %s
   default-server check inter 1s fall 2 rise 2
 ` + servers.String()
-	path := filepath.Join(dir, "haproxy.cfg")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	if out, err := exec.Command(bin, "-c", "-f", path).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
-	}
-	h := &haproxyProc{URL: "http://127.0.0.1:" + port, log: &syncBuffer{}, done: make(chan struct{})}
-	h.cmd = exec.Command(bin, "-db", "-f", path)
-	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
-	require.NoError(t, h.cmd.Start())
-	go func() { _ = h.cmd.Wait(); close(h.done) }()
-	t.Cleanup(func() {
-		_ = h.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-h.done:
-		case <-time.After(10 * time.Second):
-			_ = h.cmd.Process.Kill()
-			<-h.done
-		}
-		if t.Failed() {
-			t.Logf("haproxy log:\n%s", h.log.String())
-		}
-	})
+	h := runHAProxy(t, bin, dir, port, cfg)
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", "127.0.0.1:"+port)
 		if err == nil {

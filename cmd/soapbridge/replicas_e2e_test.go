@@ -77,7 +77,19 @@ backend bridges
   http-response set-header X-Served-By %s
   default-server check inter 200ms fall 1 rise 2
 ` + servers.String()
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	h := runHAProxy(t, bin, t.TempDir(), port, cfg)
+	if err := waitHealthy(h.URL+"/healthz", h.done); err != nil {
+		t.Fatalf("haproxy: %v\n%s", err, h.log.String())
+	}
+	return h
+}
+
+// runHAProxy checks cfg (haproxy -c), then runs HAProxy on it in the
+// foreground, its log kept and shown when the test fails; it is stopped
+// (SIGTERM, then killed after 10 s) at the test's end.
+func runHAProxy(t *testing.T, bin, dir, port, cfg string) *haproxyProc {
+	t.Helper()
+	path := filepath.Join(dir, "haproxy.cfg")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	if out, err := exec.Command(bin, "-c", "-f", path).CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
@@ -99,9 +111,6 @@ backend bridges
 			t.Logf("haproxy log:\n%s", h.log.String())
 		}
 	})
-	if err := waitHealthy(h.URL+"/healthz", h.done); err != nil {
-		t.Fatalf("haproxy: %v\n%s", err, h.log.String())
-	}
 	return h
 }
 
