@@ -40,7 +40,8 @@ func (c *methodCache) reset() {
 // methodList returns the cached list or loads it. A refusal of the gateway
 // cannot be told in a bare array: every failure is a Server fault here.
 func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
-	c := &s.methods
+	set := s.set(ctx)
+	c := &set.methods
 	for {
 		c.mu.Lock()
 		if c.methods != nil && s.now().Before(c.until) {
@@ -68,7 +69,7 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 		gen := c.gen
 		c.mu.Unlock()
 
-		ms, err := s.loadMethods(ctx)
+		ms, err := s.loadMethods(ctx, set)
 		c.mu.Lock()
 		c.loading, c.err = nil, err
 		if err == nil && gen == c.gen {
@@ -80,8 +81,8 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 	}
 }
 
-func (s *Service) loadMethods(ctx context.Context) ([]PaymentMethod, error) {
-	m := s.defaultMerchant()
+func (s *Service) loadMethods(ctx context.Context, set *MerchantSet) ([]PaymentMethod, error) {
+	m := set.byGoID[set.defaultGoID]
 	list, err := s.gw.PaymentInstruments(ctx, m.Credentials(), m.GoID, m.Currency)
 	if err != nil {
 		var r *refusal

@@ -164,7 +164,7 @@ func (s *Service) Unserved(ctx context.Context, op string, goid int64, r Result)
 	c := s.begin(ctx, op)
 	if goid != 0 {
 		c.goid = &goid
-		c.m, c.known = s.merchant(goid)
+		c.m, c.known = s.merchant(ctx, goid)
 	}
 	c.finish(r, nil)
 }

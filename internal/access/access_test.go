@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -72,14 +73,14 @@ func TestAdmit(t *testing.T) {
 	for range 5 {
 		assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
 	}
-	assert.NoError(t, g.Spend(3))
-	assert.NoError(t, g.Spend(3))
-	d, ok = IsDenied(g.Spend(3))
+	assert.NoError(t, g.Spend(context.Background(), 3))
+	assert.NoError(t, g.Spend(context.Background(), 3))
+	d, ok = IsDenied(g.Spend(context.Background(), 3))
 	require.True(t, ok)
 	assert.True(t, d.RateLimit)
 	assert.Equal(t, "rate limit exceeded: goid 3 may make at most 1 calls per second; retry later", d.Msg)
 	for _, goid := range []int64{1, 2, 4, 99} {
-		assert.NoError(t, g.Spend(goid), "goid %d has no rate limit", goid)
+		assert.NoError(t, g.Spend(context.Background(), goid), "goid %d has no rate limit", goid)
 	}
 
 	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 4))
