@@ -310,3 +310,31 @@ func setMerchants(s *Service, ms []Merchant, defaultGoID int64) []Problem {
 	s.Use(set)
 	return nil
 }
+
+// A call carrying a merchant set (WithMerchants) is served by it alone:
+// a set built and put in force meanwhile changes nothing for it. A set
+// refused by Merchants is never built, and nothing changes.
+func TestCallPinnedToOneMerchantSet(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 12900)
+	pinned := s.InForce()
+
+	other := testMerchant()
+	other.GoID = testGoID + 1
+	bad := testMerchant()
+	bad.SecureKey = "short"
+	_, ps := s.Merchants(nil, []Merchant{other, bad}, 0)
+	require.NotEmpty(t, ps, "an invalid set is refused whole")
+	assert.Same(t, pinned, s.InForce(), "and nothing changed")
+
+	next, ps := s.Merchants(nil, []Merchant{other}, 0)
+	require.Empty(t, ps)
+	s.Use(next)
+
+	got, err := serve(WithMerchants(bg, pinned), s, paymentStatusRow, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, CallCompleted, got.Result, "the pinned set still has the merchant")
+	got, err = serve(bg, s, paymentStatusRow, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Contains(t, *got.ResultDescription, "unknown targetGoId", "an unpinned call sees the set in force")
+}
