@@ -20,10 +20,12 @@ import (
 // Reload: SIGHUP, or a change of the config file when watch_config is on,
 // loads the configuration again exactly as at start (same precedence, same
 // messages) and applies the merchants and default_goid while the bridge
-// serves: no listener closes and no call in flight is cut (a call keeps the
-// merchants it started with). Anything else that changed is named and the
-// whole reload refused; a refused reload leaves the configuration in force
-// untouched.
+// serves: no listener closes and no call in flight is cut. The merchants,
+// keys and access rules are built and validated whole, then swapped in as
+// one snapshot (snapshot.go): a call is judged by the snapshot it pinned on
+// arrival, from its access rules to its reply. Anything else that changed
+// is named and the whole reload refused; a refused reload leaves the
+// configuration in force untouched.
 
 // reloadable are the settings a reload applies; the merchants (not a
 // setting of fieldsOf) are the rest.
