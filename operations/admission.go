@@ -9,7 +9,7 @@ import "context"
 // forged signature), so a stranger cannot use up a merchant's rate. A
 // non-nil error ends the call: Invoke returns it as it is, no reply is
 // built, and the adapter answers it (a SOAP fault).
-type Admission func(goid int64) error
+type Admission func(ctx context.Context, goid int64) error
 
 type admissionKey struct{}
 
@@ -26,5 +26,5 @@ func (c *call) admit(ctx context.Context) error {
 	if a == nil || !c.known {
 		return nil
 	}
-	return a(c.m.GoID)
+	return a(ctx, c.m.GoID)
 }

@@ -161,7 +161,7 @@ func TestChannelsOfLogsAndCounts(t *testing.T) {
 			cfg.Merchants[0].UnmappedChannels = policy
 			s, err := New(cfg)
 			require.NoError(t, err)
-			m, _ := s.merchant(testGoID)
+			m, _ := s.merchant(bg, testGoID)
 			c := &PaymentCommand{PaymentChannels: "eu_mb_w, Fancy-<script>", DefaultPaymentChannel: "cz_ge"}
 			payer, r := s.channelsOf(context.Background(), c, m)
 			want := []event{{"eu_mb_w", ChannelUseEnabled}, {UnknownChannelCode, ChannelUseEnabled}}

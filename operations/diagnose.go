@@ -194,7 +194,7 @@ func (s *Service) NoteRefusal(ctx context.Context, op string, goid int64, reason
 	if s.diag.onRefusal == nil {
 		return
 	}
-	if _, ok := s.merchant(goid); !ok {
+	if _, ok := s.merchant(ctx, goid); !ok {
 		goid = 0
 	}
 	var id string
@@ -341,7 +341,7 @@ func (s *Service) diagnose(op string, m Merchant, sig string, alts [][]string) D
 // otherMerchants are the configured merchants but goid, the first
 // maxDiagKeys by goid (a diagnosis tries them in a fixed order).
 func (s *Service) otherMerchants(goid int64) []Merchant {
-	set := s.merchants.Load()
+	set := s.current()
 	goids := make([]int64, 0, len(set.byGoID))
 	for g := range set.byGoID {
 		if g != goid {

@@ -53,7 +53,7 @@ func (c *call) flowMerchant(name, raw string) error {
 		return err
 	}
 	c.goid = &goid
-	m, ok := c.s.merchant(goid)
+	m, ok := c.s.merchant(c.ctx, goid)
 	if !ok {
 		return &UnknownMerchantError{GoID: goid}
 	}
@@ -512,7 +512,7 @@ func (s *Service) OutboxCounts(ctx context.Context) (store.OutboxCounts, error) 
 // now with the payment's key (paymentKey). Its identity is the last of
 // each parameter identityParams appended.
 func (s *Service) signNotification(ctx context.Context, n store.Notification) (string, error) {
-	m, ok := s.merchant(n.GoID)
+	m, ok := s.merchant(ctx, n.GoID)
 	if !ok {
 		return "", fmt.Errorf("merchant %d is no longer configured: the notification cannot be signed", n.GoID)
 	}

@@ -176,7 +176,7 @@ const overlapTimeout = 10 * time.Second
 //
 // When the previous secure key stays the same, the time it last verified a
 // request is carried over from the merchant in force (old, nil at start).
-func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *merchantSet) error {
+func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *MerchantSet) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), overlapTimeout)
 	defer cancel()
 	now := s.now()
@@ -280,7 +280,7 @@ type KeyOverlap struct {
 func (s *Service) KeyOverlaps() []KeyOverlap {
 	now := s.now()
 	var out []KeyOverlap
-	for _, m := range s.merchants.Load().byGoID {
+	for _, m := range s.current().byGoID {
 		o := KeyOverlap{GoID: m.GoID, SecureKey: m.previousKeyInForce(now), ClientSecret: m.previousSecretInForce(now), Default: m.previousUntil.IsZero()}
 		if !o.SecureKey && !o.ClientSecret {
 			continue

@@ -114,7 +114,7 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	cfg.Gateway, cfg.Store, cfg.Now = gw, st, clk.now
 	s, err := New(cfg)
 	require.NoError(t, err)
-	m, _ := s.merchant(testGoID)
+	m, _ := s.merchant(bg, testGoID)
 
 	identity := func(key string, q url.Values) bool {
 		return q.Get("shop") == "1" && Verify(key, q.Get("encryptedSignature"),
@@ -165,7 +165,7 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 	clk.add(time.Minute)
 	newer := create(newSecureKey, "OBJ-NEW")
 	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "the new key is not the previous one")
-	require.Empty(t, s.SetMerchants([]Merchant{cfg.Merchants[0]}, 0))
+	require.Empty(t, setMerchants(s, []Merchant{cfg.Merchants[0]}, 0))
 	assert.True(t, clk.now().Add(-time.Minute).Equal(s.KeyOverlaps()[0].PreviousKeyUsed), "carried over a reload")
 	// Whoever replays the old key's signatures (a status call, an old
 	// pay-full-v2 link) afterwards:
@@ -194,7 +194,7 @@ func TestRotationSignsWithThePaymentsKey(t *testing.T) {
 func TestRotationLegacyPaymentsUseShopKeys(t *testing.T) {
 	gw, st, clk := newFakeGateway(), memStore(t), &fakeClock{t: time.Now()}
 	s := rotatedService(t, gw, st, clk, "")
-	m, _ := s.merchant(testGoID)
+	m, _ := s.merchant(bg, testGoID)
 	id := gw.add(restbackend.StatePaid, 100)
 	require.NoError(t, st.SaveSession(bg, store.Session{PaymentID: id, GoID: testGoID, OrderNumber: "OBJ-7", SuccessURL: "https://shop.example/ok"}))
 	sess, err := st.Session(bg, id)
@@ -203,7 +203,7 @@ func TestRotationLegacyPaymentsUseShopKeys(t *testing.T) {
 
 	require.NoError(t, st.SetShopKey(bg, testGoID, keyID(testSecureKey), clk.now()))
 	s = rotatedService(t, gw, st, clk, "")
-	m, _ = s.merchant(testGoID)
+	m, _ = s.merchant(bg, testGoID)
 	assert.Equal(t, testSecureKey, s.paymentKey(bg, m, sess), "what earlier versions learnt")
 	sess.KeyID = keyID(newSecureKey)
 	assert.Equal(t, newSecureKey, s.paymentKey(bg, m, sess), "a payment's own key comes first")
@@ -218,7 +218,7 @@ func TestRotationOverlapBoundAndFinal(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
 	s := rotatedService(t, gw, st, clk, "")
 	in := func(s *Service) []string {
-		m, _ := s.merchant(testGoID)
+		m, _ := s.merchant(bg, testGoID)
 		return m.keys(clk.now())
 	}
 	assert.Equal(t, []string{newSecureKey, testSecureKey}, in(s))
@@ -242,17 +242,17 @@ func TestRotationOverlapBoundAndFinal(t *testing.T) {
 	assert.Equal(t, []string{newSecureKey}, in(s), "previous_until passed")
 	m := testMerchant()
 	m.SecureKey, m.PreviousSecureKey = newSecureKey, testSecureKey
-	require.Empty(t, s.SetMerchants([]Merchant{m}, 0), "a reload without previous_until")
+	require.Empty(t, setMerchants(s, []Merchant{m}, 0), "a reload without previous_until")
 	assert.Equal(t, []string{newSecureKey}, in(s), "does not revive the old key")
 	m.PreviousUntil = clk.now().Add(24 * time.Hour).Format(time.RFC3339)
-	require.Empty(t, s.SetMerchants([]Merchant{m}, 0))
+	require.Empty(t, setMerchants(s, []Merchant{m}, 0))
 	assert.Equal(t, []string{newSecureKey}, in(s), "nor does one that moves previous_until later")
 
 	// Moved while still to come: the operator may extend a rotation.
 	st3 := memStore(t)
 	s = rotatedService(t, gw, st3, clk, clk.now().Add(time.Hour).Format(time.RFC3339))
 	m.PreviousUntil = clk.now().Add(48 * time.Hour).Format(time.RFC3339)
-	require.Empty(t, s.SetMerchants([]Merchant{m}, 0))
+	require.Empty(t, setMerchants(s, []Merchant{m}, 0))
 	clk.add(24 * time.Hour)
 	assert.Equal(t, []string{newSecureKey, testSecureKey}, in(s), "extended before it ended")
 }
@@ -291,11 +291,50 @@ func TestRotationReloadRefusals(t *testing.T) {
 
 	m := testMerchant()
 	m.SecureKey = newSecureKey
-	assert.Equal(t, []string{"merchants[0].previous_secure_key"}, keyOf(s.SetMerchants([]Merchant{m}, 0)), "the old key dropped")
+	assert.Equal(t, []string{"merchants[0].previous_secure_key"}, keyOf(setMerchants(s, []Merchant{m}, 0)), "the old key dropped")
 	m.PreviousSecureKey, m.PreviousUntil = testSecureKey, "2026-11-26T11:59:59Z"
-	assert.Equal(t, []string{"merchants[0].previous_until"}, keyOf(s.SetMerchants([]Merchant{m}, 0)), "kept until a time past")
+	assert.Equal(t, []string{"merchants[0].previous_until"}, keyOf(setMerchants(s, []Merchant{m}, 0)), "kept until a time past")
 	m.PreviousUntil = "2026-11-27T12:00:00Z"
-	assert.Empty(t, s.SetMerchants([]Merchant{m}, 0))
-	in, _ := s.merchant(testGoID)
+	assert.Empty(t, setMerchants(s, []Merchant{m}, 0))
+	in, _ := s.merchant(bg, testGoID)
 	assert.Equal(t, []string{newSecureKey, testSecureKey}, in.keys(clk.now()), "both accepted until tomorrow")
+}
+
+// setMerchants builds ms whole against the set in force and puts it in
+// force, as a reload does; the problems when refused (nothing changes).
+func setMerchants(s *Service, ms []Merchant, defaultGoID int64) []Problem {
+	set, ps := s.Merchants(nil, ms, defaultGoID)
+	if len(ps) > 0 {
+		return ps
+	}
+	s.Use(set)
+	return nil
+}
+
+// A call carrying a merchant set (WithMerchants) is served by it alone:
+// a set built and put in force meanwhile changes nothing for it. A set
+// refused by Merchants is never built, and nothing changes.
+func TestCallPinnedToOneMerchantSet(t *testing.T) {
+	s, gw, _ := fakeService(t)
+	id := gw.add(restbackend.StatePaid, 12900)
+	pinned := s.InForce()
+
+	other := testMerchant()
+	other.GoID = testGoID + 1
+	bad := testMerchant()
+	bad.SecureKey = "short"
+	_, ps := s.Merchants(nil, []Merchant{other, bad}, 0)
+	require.NotEmpty(t, ps, "an invalid set is refused whole")
+	assert.Same(t, pinned, s.InForce(), "and nothing changed")
+
+	next, ps := s.Merchants(nil, []Merchant{other}, 0)
+	require.Empty(t, ps)
+	s.Use(next)
+
+	got, err := serve(WithMerchants(bg, pinned), s, paymentStatusRow, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Equal(t, CallCompleted, got.Result, "the pinned set still has the merchant")
+	got, err = serve(bg, s, paymentStatusRow, sessionInfo(t, id))
+	require.NoError(t, err)
+	assert.Contains(t, *got.ResultDescription, "unknown targetGoId", "an unpinned call sees the set in force")
 }

@@ -15,32 +15,23 @@ import (
 // methods change rarely and e-shops often ask on every checkout page.
 const methodTTL = 5 * time.Minute
 
-// methodCache holds the mapped method list; one load runs at a time and
-// concurrent callers wait for it (a small singleflight). Failures are not
-// cached.
+// methodCache holds the mapped method list of one MerchantSet's default
+// merchant (a reload builds a new set, with an empty cache); one load runs
+// at a time and concurrent callers wait for it (a small singleflight).
+// Failures are not cached.
 type methodCache struct {
 	mu      sync.Mutex
 	until   time.Time
 	methods []PaymentMethod
 	loading chan struct{}
 	err     error
-	// gen counts resets: a load that started before the last one answers
-	// its waiters but is not kept (it may be another merchant's list).
-	gen uint64
-}
-
-// reset drops the cached list (a load under way finishes for its waiters).
-func (c *methodCache) reset() {
-	c.mu.Lock()
-	c.methods, c.until = nil, time.Time{}
-	c.gen++
-	c.mu.Unlock()
 }
 
 // methodList returns the cached list or loads it. A refusal of the gateway
 // cannot be told in a bare array: every failure is a Server fault here.
 func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
-	c := &s.methods
+	set := s.set(ctx)
+	c := &set.methods
 	for {
 		c.mu.Lock()
 		if c.methods != nil && s.now().Before(c.until) {
@@ -65,13 +56,12 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 		}
 		done := make(chan struct{})
 		c.loading = done
-		gen := c.gen
 		c.mu.Unlock()
 
-		ms, err := s.loadMethods(ctx)
+		ms, err := s.loadMethods(ctx, set)
 		c.mu.Lock()
 		c.loading, c.err = nil, err
-		if err == nil && gen == c.gen {
+		if err == nil {
 			c.methods, c.until = ms, s.now().Add(methodTTL)
 		}
 		c.mu.Unlock()
@@ -80,8 +70,8 @@ func (s *Service) methodList(ctx context.Context) ([]PaymentMethod, error) {
 	}
 }
 
-func (s *Service) loadMethods(ctx context.Context) ([]PaymentMethod, error) {
-	m := s.defaultMerchant()
+func (s *Service) loadMethods(ctx context.Context, set *MerchantSet) ([]PaymentMethod, error) {
+	m := set.byGoID[set.defaultGoID]
 	list, err := s.gw.PaymentInstruments(ctx, m.Credentials(), m.GoID, m.Currency)
 	if err != nil {
 		var r *refusal

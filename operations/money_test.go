@@ -73,7 +73,7 @@ func ledgerKey(op, name string) store.CallKey {
 // testCall is a call of op on payment 7 as the pipeline hands it to once,
 // authenticated with digest.
 func testCall(s *Service, op, digest string) *call {
-	m, _ := s.merchant(testGoID)
+	m, _ := s.merchant(bg, testGoID)
 	return &call{s: s, op: op, m: m, known: true, v: verified{key: m.SecureKey, fields: []string{digest}, charset: CharsetUTF8},
 		payment: ptr(int64(7)), log: s.log, ctx: context.Background()}
 }
@@ -341,7 +341,7 @@ func TestRefundOutcomeByIDs(t *testing.T) {
 // and takeover are the store's own tests).
 func TestLockRefunds(t *testing.T) {
 	s, _, _ := onceService(t)
-	m, _ := s.merchant(testGoID)
+	m, _ := s.merchant(bg, testGoID)
 	unlock, err := s.lockRefunds(context.Background(), m, 7)
 	require.NoError(t, err)
 	_, err = s.lockRefunds(context.Background(), m, 7)

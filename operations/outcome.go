@@ -141,6 +141,11 @@ func (c *call) finish(result Result, in any) {
 	if c.goid != nil {
 		ev.GoID = *c.goid
 	}
+	if !c.verified && ev.GoID != 0 && (result == ResultRefused || result == ResultBadSignature) {
+		// Refused before it was verified: anyone may have sent it. It is
+		// counted as refused, and moves no merchant's last call or totals.
+		ev.Result = usage.ResultUnverified
+	}
 	if c.verified {
 		ev.Client = usage.ClientFrom(c.ctx)
 		if _, none := in.(*noInput); !none && in != nil {
@@ -159,7 +164,7 @@ func (s *Service) Unserved(ctx context.Context, op string, goid int64, r Result)
 	c := s.begin(ctx, op)
 	if goid != 0 {
 		c.goid = &goid
-		c.m, c.known = s.merchant(goid)
+		c.m, c.known = s.merchant(ctx, goid)
 	}
 	c.finish(r, nil)
 }

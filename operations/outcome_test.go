@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/legacybridge/soapbridge/operations/usage"
+	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
 
@@ -87,7 +89,7 @@ func TestPayBaseRecordedOnceAndForgedOnesFillNothing(t *testing.T) {
 
 	assert.Equal(t, []string{
 		"call pay-base-v2 ok 1",
-		"call pay-base-v2 refused 24",
+		"call pay-base-v2 unverified 24", // refused before verification
 		"client browser 1",
 		"feature channel eu_gp_u 1",
 		"feature paymentChannels 1",
@@ -137,9 +139,61 @@ func TestFlowOutcomes(t *testing.T) {
 	}, got)
 	assert.Equal(t, []string{
 		"call pay-full-v2 ok 1",
-		"call pay-full-v2 refused 1",
-		"call return refused 1",
+		"call pay-full-v2 unverified 1",
+		"call return unverified 1",
 		"client browser 1",
 	}, usageOf(t, rec, us, testGoID), "only the verified call counts its client")
 	assert.False(t, ResultServerError.ClientError())
+}
+
+// Forged calls (the merchant's goid, a signature that does not verify, or
+// none) move nothing but a refused count: not the merchant's last call
+// (the gauge, LastCalls), not its totals (usage_merchants), not its
+// clients. A verified call after them moves the last call as before.
+func TestForgedCallsMoveNoLastCall(t *testing.T) {
+	s, gw, rec, us, _ := recordedService(t)
+	id := gw.add(restbackend.StatePaid, 12900)
+	ctx := usage.WithClient(bg, usage.Client{Family: usage.FamilyPHP, Version: "8.3.0"})
+	for range 3 {
+		in := sessionInfo(t, id)
+		in.EncryptedSignature = sessionInfo(t, id+1).EncryptedSignature // forged
+		got, err := serve(ctx, s, paymentStatusRow, in)
+		require.NoError(t, err)
+		assert.Equal(t, callFailed, got.Result)
+	}
+	in := sessionInfo(t, id)
+	in.EncryptedSignature = "" // none at all
+	_, err := serve(ctx, s, paymentStatusRow, in)
+	require.NoError(t, err)
+	_, err = s.PayFull(ctx, PayFullRequest{TargetGoID: FormatInt(testGoID), PaymentSessionID: FormatInt(id), EncryptedSignature: "00"})
+	require.ErrorIs(t, err, ErrBadSignature)
+
+	assert.Empty(t, rec.LastCalls(), "forged calls move no last call (before the flush)")
+	assert.Equal(t, []string{
+		"call pay-full-v2 unverified 1",
+		"call paymentStatus unverified 4",
+	}, usageOf(t, rec, us, testGoID), "counted as unverified, and nothing more")
+	assert.Empty(t, rec.LastCalls(), "forged calls move no last call (after the flush)")
+	totals, err := us.UsageMerchants(bg)
+	require.NoError(t, err)
+	assert.Empty(t, totals, "forged calls move no merchant totals")
+	days, err := us.(interface {
+		UsageDays(ctx context.Context, goids ...int64) ([]store.UsageDayCount, error)
+	}).UsageDays(bg, testGoID)
+	require.NoError(t, err)
+	require.Len(t, days, 1)
+	assert.Equal(t, int64(5), days[0].Refused, "each forged call counts as refused in its day")
+	assert.Zero(t, days[0].Calls)
+
+	// The shop's own call moves them.
+	before := time.Now().Add(-time.Second)
+	_, err = serve(ctx, s, paymentStatusRow, sessionInfo(t, id))
+	require.NoError(t, err)
+	require.Contains(t, rec.LastCalls(), int64(testGoID))
+	assert.True(t, rec.LastCalls()[testGoID].After(before))
+	require.NoError(t, rec.Flush(bg))
+	totals, err = us.UsageMerchants(bg)
+	require.NoError(t, err)
+	require.Len(t, totals, 1)
+	assert.Equal(t, int64(1), totals[0].Calls, "only the verified call is in the totals")
 }

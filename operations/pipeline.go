@@ -246,7 +246,7 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 func (c *call) authenticate(ctx context.Context, a auth) *refusal {
 	c.goid, c.payment = a.goid, a.payment
 	if a.goid != nil {
-		c.m, c.known = c.s.merchant(*a.goid)
+		c.m, c.known = c.s.merchant(ctx, *a.goid)
 	}
 	switch {
 	case a.invalid != "":

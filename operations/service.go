@@ -28,7 +28,10 @@ import (
 
 // Service serves the legacy operations.
 type Service struct {
-	merchants atomic.Pointer[merchantSet]
+	// merchants is the set in force when a call carries none
+	// (WithMerchants) and no source is followed (Follow).
+	merchants atomic.Pointer[MerchantSet]
+	source    func() *MerchantSet
 	gw        Gateway
 	store     Store
 	ledger    Ledger
@@ -39,7 +42,6 @@ type Service struct {
 	usage     *usage.Recorder
 	shop      shopKeys
 
-	methods             methodCache
 	now                 func() time.Time
 	callDeadline        time.Duration
 	returnStatusTimeout time.Duration
@@ -111,16 +113,19 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// merchantSet is the merchants in force; a reload replaces it whole, so a
-// call sees one consistent set.
-type merchantSet struct {
+// MerchantSet is the merchants in force and what is cached of them (the
+// paymentMethodList reply): built and validated whole (Service.Merchants),
+// never changed after. A reload builds a new one; a call is served by one
+// set from its start to its end (WithMerchants).
+type MerchantSet struct {
 	byGoID      map[int64]Merchant
 	defaultGoID int64
+	methods     methodCache // the default merchant's paymentMethodList
 }
 
 // newMerchantSet indexes validated merchants; defaultGoID 0 is the first.
-func newMerchantSet(ms []Merchant, defaultGoID int64) *merchantSet {
-	set := &merchantSet{byGoID: make(map[int64]Merchant, len(ms)), defaultGoID: defaultGoID}
+func newMerchantSet(ms []Merchant, defaultGoID int64) *MerchantSet {
+	set := &MerchantSet{byGoID: make(map[int64]Merchant, len(ms)), defaultGoID: defaultGoID}
 	for _, m := range ms {
 		set.byGoID[m.GoID] = m
 	}
@@ -130,43 +135,79 @@ func newMerchantSet(ms []Merchant, defaultGoID int64) *merchantSet {
 	return set
 }
 
-// SetMerchants replaces the merchants in force, as a reload of the
-// configuration does: a call under way keeps the set it started with, the
-// next ones see the new set. It refuses with the problems Config.Validate
+// Merchants builds the set of ms (defaultGoID 0: the first), validated
+// whole against prev, the set in force (nil: the service's own), as a
+// reload of the configuration does. Nothing is put in force: the caller
+// swaps the set in (WithMerchants, Follow, Use) once everything else of
+// the reload is built too. It refuses with the problems Config.Validate
 // finds, and with a secure key or client secret changed without the one in
 // force kept as its predecessor (previous_secure_key,
 // previous_client_secret): shops still signing with it, or a gateway not
 // yet taking the new secret, would fail calls in the middle of a rollout.
-func (s *Service) SetMerchants(ms []Merchant, defaultGoID int64) []Problem {
-	cfg, ps := s.merchantProblems(ms, defaultGoID)
-	if len(ps) > 0 {
-		return ps
+func (s *Service) Merchants(prev *MerchantSet, ms []Merchant, defaultGoID int64) (*MerchantSet, []Problem) {
+	if prev == nil {
+		prev = s.current()
 	}
-	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, s.merchants.Load()); err != nil {
+	cfg, ps := s.merchantProblems(prev, ms, defaultGoID)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, prev); err != nil {
 		var p *Problem
 		if errors.As(err, &p) {
-			return []Problem{*p}
+			return nil, []Problem{*p}
 		}
-		return []Problem{{"merchants", err.Error()}}
+		return nil, []Problem{{"merchants", err.Error()}}
 	}
-	s.merchants.Store(newMerchantSet(cfg.Merchants, defaultGoID))
-	s.methods.reset() // the default merchant may be another one
-	return nil
+	return newMerchantSet(cfg.Merchants, defaultGoID), nil
 }
 
-// CheckMerchants is what SetMerchants would refuse, changing nothing: a
-// reload checks before it changes anything.
-func (s *Service) CheckMerchants(ms []Merchant, defaultGoID int64) []Problem {
-	_, ps := s.merchantProblems(ms, defaultGoID)
-	return ps
+// Use puts set in force for the calls that carry none (WithMerchants), when
+// the service follows no source (Follow).
+func (s *Service) Use(set *MerchantSet) { s.merchants.Store(set) }
+
+// Follow makes src the set in force for the calls that carry none: the
+// holder of the process's one snapshot. Called before serving.
+func (s *Service) Follow(src func() *MerchantSet) { s.source = src }
+
+// InForce is the set in force for calls that carry none.
+func (s *Service) InForce() *MerchantSet { return s.current() }
+
+func (s *Service) current() *MerchantSet {
+	if s.source != nil {
+		if set := s.source(); set != nil {
+			return set
+		}
+	}
+	return s.merchants.Load()
 }
 
-// merchantProblems validates ms against the merchants in force (see
-// SetMerchants) and returns them normalized.
-func (s *Service) merchantProblems(ms []Merchant, defaultGoID int64) (Config, []Problem) {
+type merchantsKey struct{}
+
+// WithMerchants returns ctx carrying set: a call served with it is judged
+// by set alone, whatever a reload puts in force meanwhile.
+func WithMerchants(ctx context.Context, set *MerchantSet) context.Context {
+	if set == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, merchantsKey{}, set)
+}
+
+// set is the merchant set of the call behind ctx.
+func (s *Service) set(ctx context.Context) *MerchantSet {
+	if ctx != nil {
+		if set, ok := ctx.Value(merchantsKey{}).(*MerchantSet); ok {
+			return set
+		}
+	}
+	return s.current()
+}
+
+// merchantProblems validates ms against prev (see Merchants) and returns
+// them normalized.
+func (s *Service) merchantProblems(old *MerchantSet, ms []Merchant, defaultGoID int64) (Config, []Problem) {
 	cfg := Config{Merchants: slices.Clone(ms), DefaultGoID: defaultGoID, CallDeadline: s.callDeadline, PublicURL: s.publicURL}
 	ps := cfg.Validate(s.gw.Timeout())
-	old := s.merchants.Load()
 	for i, m := range cfg.Merchants {
 		prev, ok := old.byGoID[m.GoID]
 		if !ok {
@@ -190,16 +231,10 @@ func (s *Service) merchantProblems(ms []Merchant, defaultGoID int64) (Config, []
 	return cfg, ps
 }
 
-// merchant is the configured merchant of goid.
-func (s *Service) merchant(goid int64) (Merchant, bool) {
-	m, ok := s.merchants.Load().byGoID[goid]
+// merchant is the configured merchant of goid in the call's set.
+func (s *Service) merchant(ctx context.Context, goid int64) (Merchant, bool) {
+	m, ok := s.set(ctx).byGoID[goid]
 	return m, ok
-}
-
-// defaultMerchant is the merchant paymentMethodList answers for.
-func (s *Service) defaultMerchant() Merchant {
-	set := s.merchants.Load()
-	return set.byGoID[set.defaultGoID]
 }
 
 // logFor is the logger of the request behind ctx (with its request id), or

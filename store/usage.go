@@ -53,6 +53,12 @@ type UsageDayCount struct {
 	Calls, Refused int64
 }
 
+// CallUnverified is the Detail of UsageCall rows counting calls refused
+// before they were verified (a stranger may have sent them): they count in
+// their own row and as refused in the day, but not in the merchant's
+// totals (usage_merchants: calls, first and last seen).
+const CallUnverified = "unverified"
+
 // UsageOther is the overflow name: a client version past a merchant's
 // limit is counted as version UsageOther of its family, any other row past
 // it under name UsageOther.
@@ -106,10 +112,11 @@ const usageMerchantUpsert = `INSERT INTO usage_merchants (goid, calls, first_see
 
 // AddUsage adds counts to the usage tables in one transaction: calls are
 // summed, first and last seen widened; each merchant's totals grow by its
-// UsageCall counts. Rows past limits go to the overflow rows. On
-// PostgreSQL the merchant's totals row is written first and stays locked
-// until the commit, so replicas flushing the same merchant at once take
-// turns and the limits hold across them.
+// UsageCall counts (but CallUnverified ones). Rows past limits go to the
+// overflow rows. On PostgreSQL each merchant's advisory lock is taken
+// first, before any of its rows is written, and held until the commit, so
+// replicas flushing the same merchant at once take turns and the limits
+// hold across them.
 func (s *sqlStore) AddUsage(ctx context.Context, counts []UsageCount, limits UsageLimits) error {
 	if len(counts) == 0 {
 		return nil
@@ -145,13 +152,21 @@ func (s *sqlStore) AddUsage(ctx context.Context, counts []UsageCount, limits Usa
 }
 
 func (s *sqlStore) addMerchantUsage(ctx context.Context, tx *sql.Tx, goid int64, counts []UsageCount, limits UsageLimits) error {
+	if s.d.name == "postgres" {
+		// The merchant's turn first, always: replicas flushing the same
+		// merchant at once take turns, so the limits below hold across
+		// them, whatever rows (totals or not) this flush writes.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgUsageLockClass, strconv.FormatInt(goid, 10)); err != nil {
+			return err
+		}
+	}
 	counts, err := s.addDays(ctx, tx, goid, counts)
 	if err != nil {
 		return err
 	}
 	var total UsageMerchant
 	for _, c := range counts {
-		if c.Kind != UsageCall {
+		if c.Kind != UsageCall || c.Detail == CallUnverified {
 			continue
 		}
 		total.Calls += c.Calls
@@ -165,11 +180,6 @@ func (s *sqlStore) addMerchantUsage(ctx context.Context, tx *sql.Tx, goid int64,
 	if total.Calls > 0 {
 		if _, err := tx.ExecContext(ctx, s.d.rebind(usageMerchantUpsert), goid, total.Calls,
 			s.d.timeArg(total.First), s.d.timeArg(total.Last)); err != nil {
-			return err
-		}
-	} else if s.d.name == "postgres" {
-		// No totals to add, but the limits below still need the turn.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgUsageLockClass, strconv.FormatInt(goid, 10)); err != nil {
 			return err
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -248,7 +247,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
+	// The one snapshot of the configuration in force (snapshot.go): the
+	// core and the guard read the merchants and rules a request pinned.
+	snaps := &snapshots{}
+	snaps.swap(&snapshot{cfg: cfg, merchants: svc.InForce(), rules: guard.Rules()})
+	svc.Follow(snaps.merchantSet)
+
 	e := newEcho(log, tr, proxies)
+	e.Use(snaps.pin)
 	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
@@ -281,36 +287,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { stopReloads(); reloads.Wait(); stopProbe(); probeDone.Wait() }()
 	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(cur, next Config) error {
 		// Built and validated whole before anything changes: the core's
-		// merchants, and the guard's rules for next and for the interim
-		// set of every merchant of either, which the guard holds while
-		// the core changes, so that no call of a merchant added or
-		// removed is served without its allowed_networks and Basic auth.
-		if ps := svc.CheckMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
+		// merchant set and the guard's rule set (bound to the guard's
+		// long-lived buckets). Then one atomic store puts both in force:
+		// a call pinned its snapshot when it arrived and is judged by it
+		// alone (snaps.pin), so no call meets one configuration's rules
+		// and another's merchants.
+		in := snaps.load()
+		set, ps := svc.Merchants(in.merchants, next.Merchants, next.DefaultGoID)
+		if len(ps) > 0 {
 			return coreProblems(next, ps)
 		}
 		rules, err := access.Compile(merchantRules(next.Merchants, log))
 		if err != nil {
 			return err // validated: not expected
 		}
-		_, removed, _ := merchantChanges(cur.Merchants, next.Merchants)
-		interim, err := access.Compile(merchantRules(append(slices.Clone(next.Merchants), merchantsOf(cur.Merchants, removed)...), nil))
-		if err != nil {
-			return err
-		}
-		// The swap: one atomic store each, the guard's rules re-limiting
-		// the buckets it keeps.
-		old := guard.Rules()
-		guard.Use(interim)
-		if ps := svc.SetMerchants(next.Merchants, next.DefaultGoID); len(ps) > 0 {
-			guard.Use(old)
-			return coreProblems(next, ps)
-		}
-		guard.Use(rules)
-		// In force. Only now what others see of it: the metrics' and the
+		guard.Bind(rules)
+		snaps.swap(&snapshot{cfg: next, merchants: set, rules: rules})
+		// In force. Only now the guard re-limits the buckets it keeps to
+		// the new rates, and what others see of it: the metrics' and the
 		// usage record's merchants, the embedded sandbox's merchants, and
 		// the gateway tokens of credentials no merchant has any more
 		// forgotten. No rate demand is posted here: the next regular post
 		// (within access.ShareInterval) carries this replica's demand on.
+		guard.Use(rules)
 		met.SetMerchants(goidsOf(next.Merchants))
 		configured.set(goidsOf(next.Merchants))
 		if embedded != nil {
@@ -321,7 +320,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}, counted: met.ConfigReloaded, applied: func(fresh []Merchant) {
 		probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, fresh, "after a reload", log.Named("gateway")) })
 	}}
-	rl.inForce.Store(&cfg.Merchants)
 	reloads.Go(func() {
 		for {
 			select {
@@ -338,7 +336,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
-		stopAdmin, err := startAdmin(cfg, rl.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
+		stopAdmin, err := startAdmin(cfg, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,10 +20,12 @@ import (
 // Reload: SIGHUP, or a change of the config file when watch_config is on,
 // loads the configuration again exactly as at start (same precedence, same
 // messages) and applies the merchants and default_goid while the bridge
-// serves: no listener closes and no call in flight is cut (a call keeps the
-// merchants it started with). Anything else that changed is named and the
-// whole reload refused; a refused reload leaves the configuration in force
-// untouched.
+// serves: no listener closes and no call in flight is cut. The merchants,
+// keys and access rules are built and validated whole, then swapped in as
+// one snapshot (snapshot.go): a call is judged by the snapshot it pinned on
+// arrival, from its access rules to its reply. Anything else that changed
+// is named and the whole reload refused; a refused reload leaves the
+// configuration in force untouched.
 
 // reloadable are the settings a reload applies; the merchants (not a
 // setting of fieldsOf) are the rest.
@@ -50,8 +51,6 @@ type reloader struct {
 
 	mu  sync.Mutex
 	cur Config
-	// inForce is cur's merchants, read without the lock (the status page).
-	inForce atomic.Pointer[[]Merchant]
 	// seen is the content of the config file the last reload read (or the
 	// start did): the watcher reloads when the file differs from it.
 	seen [sha256.Size]byte
@@ -79,20 +78,11 @@ func (r *reloader) reload(why string) error {
 	}
 	added, removed, changed := merchantChanges(r.cur.Merchants, next.Merchants)
 	r.cur = next
-	r.inForce.Store(&next.Merchants)
 	if fresh := merchantsOf(next.Merchants, append(added, changed...)); r.applied != nil && len(fresh) > 0 {
 		r.applied(fresh)
 	}
 	r.log.Info("configuration reloaded", zap.String("trigger", why), zap.Int64s("merchants", goidsOf(next.Merchants)),
 		zap.Int64s("added", added), zap.Int64s("removed", removed), zap.Int64s("changed", changed))
-	return nil
-}
-
-// merchants are the merchants in force (set at start, then by each reload).
-func (r *reloader) merchants() []Merchant {
-	if ms := r.inForce.Load(); ms != nil {
-		return *ms
-	}
 	return nil
 }
 

@@ -382,3 +382,35 @@ func TestStatusPageAgreesWithReport(t *testing.T) {
 	assert.Equal(t, map[string]int64{"createPayment": 2, "pay-base-v2": 1, "pay-full-v2": 1}, report)
 	assert.Equal(t, report, page, "status page and report agree")
 }
+
+// Forged SOAP calls (the shop's goid, a signature that does not verify),
+// sent to the running binary, move nothing but a refused count: no
+// last-call gauge for the merchant, no last seen or calls in its totals.
+// The report still counts them, as unverified failures; the shop's own
+// signed call then moves the gauge.
+func TestUsageForgedCallsMoveNoLastCall(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
+	for i := range 5 {
+		a := soapAs(t, b.SOAPURL, "127.0.0.2", "", "", "paymentStatus", forgedStatusBody(demoGoID))
+		require.Empty(t, a.fault, "forged call %d: refused by a reply", i)
+	}
+	gauge := `soapbridge_legacy_last_call_timestamp_seconds{goid="` + demoGoID + `"}`
+	assert.False(t, strings.Contains(getText(t, b.AdminURL+"/metrics"), gauge), "forged calls move no last-call gauge")
+	b.Stop()
+	m := reportOf(t, b)
+	assert.Nil(t, m.LastSeen, "forged calls are no last call")
+	assert.Nil(t, m.DaysSinceLastCall)
+	assert.Zero(t, m.Calls, "forged calls are not in the merchant's totals")
+	ops, clients, _, _ := usageCounts(m)
+	assert.Equal(t, map[string]opCount{"paymentStatus": {5, 5}}, ops, "counted as refused, nothing more")
+	assert.Empty(t, clients)
+	for _, op := range m.Operations {
+		assert.Equal(t, map[string]int64{"unverified": 5}, op.FailuresByKind)
+	}
+
+	// The shop's own call moves the gauge.
+	c := startBridge(t, withDB(b.DB), withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h"))
+	id := createFor(t, c.URL, demoCfgMerchant, "LAST-1")
+	require.Empty(t, soapAs(t, c.SOAPURL, "127.0.0.1", "", "", "paymentStatus", statusBody(t, id)).fault)
+	assert.Contains(t, getText(t, c.AdminURL+"/metrics"), gauge, "a verified call moves the gauge")
+}

@@ -24,6 +24,7 @@
 package access
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -261,30 +262,71 @@ func NewGuard(rules map[int64]Rules, o Options) (*Guard, error) {
 	return g, nil
 }
 
-// Use puts rs in force: one atomic swap of the rules. The merchants'
-// buckets are re-limited to rs's rates and bursts, keeping their tokens,
-// their demand count and their share; a merchant new to the Guard gets a
-// full bucket at the share AssumeReplicas set. The counts of wrong
-// passwords are the Guard's and stay as they are. rs may be used again
-// (a refused reload puts the set in force back), by this Guard only.
-func (g *Guard) Use(rs *RuleSet) {
+// Bind prepares rs for this Guard before it is put in force anywhere (a
+// reload binds the set it builds, then swaps it in, then calls Use): each
+// limited merchant's policy gets its long-lived token bucket, the one it
+// had (tokens, demand count and share carried) or, for a merchant new to
+// the Guard, a full one at the share AssumeReplicas set. Nothing in force
+// changes: a bucket already used keeps its rate until Use.
+func (g *Guard) Bind(rs *RuleSet) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.bind(rs)
+}
+
+func (g *Guard) bind(rs *RuleSet) {
 	for goid, p := range rs.policies {
-		if p.rate <= 0 {
+		if p.rate <= 0 || p.bucket != nil { // set once: a set used again already has it (buckets are never replaced)
 			continue
 		}
 		b := g.buckets[goid]
 		if b == nil {
 			b = &bucket{limiter: rate.NewLimiter(rate.Limit(p.rate), p.burst), share: g.firstShare}
+			b.relimit(p.rate, p.burst)
 			g.buckets[goid] = b
 		}
-		b.relimit(p.rate, p.burst)
-		if p.bucket == nil { // set once: a set used again already has it (buckets are never replaced)
-			p.bucket = b
+		p.bucket = b
+	}
+}
+
+// Use puts rs in force for the calls that carry no rules (WithRules): one
+// atomic swap. It binds rs if Bind was not called, and re-limits the
+// merchants' buckets to rs's rates and bursts, keeping their tokens, their
+// demand count and their share. The counts of wrong passwords are the
+// Guard's and stay as they are. rs may be used again (a refused reload
+// puts the set in force back), by this Guard only.
+func (g *Guard) Use(rs *RuleSet) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.bind(rs)
+	for _, p := range rs.policies {
+		if p.bucket != nil {
+			p.bucket.relimit(p.rate, p.burst)
 		}
 	}
 	g.rules.Store(rs)
+}
+
+type rulesKey struct{}
+
+// WithRules returns ctx carrying rs (bound to the Guard): a call checked
+// with it is judged by rs alone, whatever a reload puts in force meanwhile.
+func WithRules(ctx context.Context, rs *RuleSet) context.Context {
+	if rs == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, rulesKey{}, rs)
+}
+
+// rulesFor is the rule set of the call behind ctx: the one it carries, else
+// the one in force.
+func (g *Guard) rulesFor(ctx context.Context) *RuleSet {
+	if ctx != nil {
+		if rs, ok := ctx.Value(rulesKey{}).(*RuleSet); ok {
+			return rs
+		}
+	}
+	return g.rules.Load()
 }
 
 // Rules is the rule set in force: what a refused reload puts back (Use).
@@ -305,7 +347,7 @@ func (b *bucket) relimit(r float64, burst int) {
 // many wrong logins is refused before its credentials are compared. The
 // rate is not Admit's: it is spent (Spend) once the call is verified.
 func (g *Guard) Admit(req *http.Request, goid int64) error {
-	p := g.rules.Load().policies[goid]
+	p := g.rulesFor(req.Context()).policies[goid]
 	if p == nil {
 		return nil
 	}
@@ -348,8 +390,8 @@ func (g *Guard) Admit(req *http.Request, goid int64) error {
 // demand (rates.go), or refuses the call when the rate is used up. Only a
 // call whose signature verified may spend: whatever a stranger sends
 // then neither uses up the merchant's rate nor moves the cluster's shares.
-func (g *Guard) Spend(goid int64) error {
-	p := g.rules.Load().policies[goid]
+func (g *Guard) Spend(ctx context.Context, goid int64) error {
+	p := g.rulesFor(ctx).policies[goid]
 	if p == nil || p.bucket == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -72,14 +73,14 @@ func TestAdmit(t *testing.T) {
 	for range 5 {
 		assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 3))
 	}
-	assert.NoError(t, g.Spend(3))
-	assert.NoError(t, g.Spend(3))
-	d, ok = IsDenied(g.Spend(3))
+	assert.NoError(t, g.Spend(context.Background(), 3))
+	assert.NoError(t, g.Spend(context.Background(), 3))
+	d, ok = IsDenied(g.Spend(context.Background(), 3))
 	require.True(t, ok)
 	assert.True(t, d.RateLimit)
 	assert.Equal(t, "rate limit exceeded: goid 3 may make at most 1 calls per second; retry later", d.Msg)
 	for _, goid := range []int64{1, 2, 4, 99} {
-		assert.NoError(t, g.Spend(goid), "goid %d has no rate limit", goid)
+		assert.NoError(t, g.Spend(context.Background(), goid), "goid %d has no rate limit", goid)
 	}
 
 	assert.NoError(t, g.Admit(req("1.1.1.1:1", "", "", ""), 4))
@@ -101,4 +102,36 @@ func mustProxies(t *testing.T, cidrs string) *Proxies {
 	p, err := NewProxies(cidrs)
 	require.NoError(t, err)
 	return p
+}
+
+// A call carrying a rule set (WithRules) is judged by it alone, whatever
+// is put in force meanwhile; Bind gives a new set the buckets in use
+// without re-limiting them, Use re-limits them once the set is in force.
+func TestPinnedRulesAndBind(t *testing.T) {
+	g, err := NewGuard(map[int64]Rules{1: {AllowedNetworks: "10.0.0.0/8"}, 3: {RateLimit: 1, RateBurst: 1}}, Options{})
+	require.NoError(t, err)
+	pinned := g.Rules()
+	next, err := Compile(map[int64]Rules{1: {AllowedNetworks: "192.168.0.0/16"}, 3: {RateLimit: 5, RateBurst: 1}})
+	require.NoError(t, err)
+	g.Bind(next)
+
+	req := func(remote string) *http.Request {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.RemoteAddr = remote
+		return r
+	}
+	ctx := WithRules(context.Background(), pinned)
+	r := req("10.0.0.2:1").WithContext(ctx)
+	require.NoError(t, g.Admit(r, 1), "bound, not in force: the pinned and the guard's rules are the old ones")
+	require.NoError(t, g.Spend(ctx, 3))
+	d, _ := IsDenied(g.Spend(WithRules(context.Background(), next), 3))
+	require.NotNil(t, d, "the bucket is shared: the token the pinned call spent is gone under the new set too")
+	assert.Equal(t, "rate limit exceeded: goid 3 may make at most 5 calls per second; retry later", d.Msg)
+
+	g.Use(next)
+	assert.NoError(t, g.Admit(r, 1), "a call pinned to the old set keeps it after the swap")
+	assert.Error(t, g.Admit(req("10.0.0.2:1"), 1), "an unpinned call sees the set in force")
+	d, _ = IsDenied(g.Spend(ctx, 3))
+	require.NotNil(t, d)
+	assert.Equal(t, "rate limit exceeded: goid 3 may make at most 1 calls per second; retry later", d.Msg, "judged by its own set's rate")
 }

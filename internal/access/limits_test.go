@@ -131,7 +131,7 @@ func TestRateSharesFollowDemand(t *testing.T) {
 	for round := range 5 {
 		admitted := 0
 		for range 50 {
-			if a.Spend(7) == nil {
+			if a.Spend(context.Background(), 7) == nil {
 				admitted++
 			}
 		}
@@ -215,9 +215,9 @@ func TestUseCarriesStateOver(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, g.ShareRates(ctx, board.of("a"))) // alone: 0.5 → 0.75
 	require.InDelta(t, 0.75, g.RateShare(7), 1e-9)
-	assert.Equal(t, 2, limiterOf(g, 7).Burst()) // round(2 × 0.75)
-	require.NoError(t, g.Spend(7))              // the one token left of round(2 × 0.5) at the start
-	_, limited := IsDenied(g.Spend(7))
+	assert.Equal(t, 2, limiterOf(g, 7).Burst())          // round(2 × 0.75)
+	require.NoError(t, g.Spend(context.Background(), 7)) // the one token left of round(2 × 0.5) at the start
+	_, limited := IsDenied(g.Spend(context.Background(), 7))
 	require.True(t, limited, "drained")
 	stranger := "203.0.113.66:1"
 	_, denied := IsDenied(g.Admit(basicReq(stranger, "", "u", "guess"), 2))
@@ -233,14 +233,14 @@ func TestUseCarriesStateOver(t *testing.T) {
 	require.NoError(t, err)
 	g.Use(rs)
 
-	d, limited := IsDenied(g.Spend(7))
+	d, limited := IsDenied(g.Spend(context.Background(), 7))
 	require.True(t, limited, "the drained bucket is still drained")
 	assert.Equal(t, "rate limit exceeded: goid 7 may make at most 0.002 calls per second; retry later", d.Msg, "under the new rate")
 	assert.InDelta(t, 0.75, g.RateShare(7), 1e-9, "the share is carried over")
 	assert.Equal(t, 3, limiterOf(g, 7).Burst(), "the new burst, at the share: round(4 × 0.75)")
 	assert.InDelta(t, 0.5, g.RateShare(9), 1e-9, "a new merchant starts at 1/max_replicas")
-	assert.NoError(t, g.Spend(9))
-	assert.NoError(t, g.Spend(9), "and full: 2 of round(4 × 0.5)")
+	assert.NoError(t, g.Spend(context.Background(), 9))
+	assert.NoError(t, g.Spend(context.Background(), 9), "and full: 2 of round(4 × 0.5)")
 	d, denied = IsDenied(g.Admit(basicReq(stranger, "", "u", "new-pw"), 2))
 	require.True(t, denied)
 	assert.Contains(t, d.Msg, "too many wrong HTTP Basic credentials from address 203.0.113.66", "still blocked")
@@ -262,9 +262,9 @@ func TestUseCarriesStateOver(t *testing.T) {
 	require.NoError(t, err)
 	g.Use(rs2)
 	assert.Equal(t, []int64{9}, g.RateLimited())
-	assert.NoError(t, g.Spend(7), "no limit while goid 7 has none")
+	assert.NoError(t, g.Spend(context.Background(), 7), "no limit while goid 7 has none")
 	g.Use(rs)
-	_, limited = IsDenied(g.Spend(7))
+	_, limited = IsDenied(g.Spend(context.Background(), 7))
 	assert.True(t, limited, "its drained bucket is back")
 }
 
@@ -291,8 +291,8 @@ func TestUseWhileServing(t *testing.T) {
 				default:
 				}
 				_ = g.Admit(basicReq("203.0.113.9:1", "", "u", "guess"), 2)
-				_ = g.Spend(7)
-				_ = g.Spend(9)
+				_ = g.Spend(context.Background(), 7)
+				_ = g.Spend(context.Background(), 9)
 				_ = g.RateShares()
 			}
 		})

@@ -58,7 +58,7 @@ type Guard interface {
 	// arriving as req, before the core looks at it.
 	Admit(req *http.Request, goid int64) error
 	// Spend takes the call from goid's rate, once the core verified it.
-	Spend(goid int64) error
+	Spend(ctx context.Context, goid int64) error
 }
 
 // API serves the legacy operations over SOAP.

@@ -131,7 +131,7 @@ type refuseAll struct{}
 
 func (refuseAll) Admit(*http.Request, int64) error { return errors.New("not from an allowed network") }
 
-func (refuseAll) Spend(int64) error { return nil }
+func (refuseAll) Spend(context.Context, int64) error { return nil }
 
 // TestHandlerRecordsDeniedCallsOnly: with a usage record, a call the Guard
 // refuses (it never runs in the core) is recorded as denied, and nothing

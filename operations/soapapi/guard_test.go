@@ -1,6 +1,7 @@
 package soapapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -36,7 +37,7 @@ func (r *resultLog) Observe(o operations.CallOutcome) {
 func TestGuardStagesAroundVerification(t *testing.T) {
 	g, err := access.NewGuard(map[int64]access.Rules{testGoID: {AllowedNetworks: "192.0.2.0/24", RateLimit: 0.001, RateBurst: 1}}, access.Options{})
 	require.NoError(t, err)
-	require.NoError(t, g.Spend(testGoID)) // the shop's one call at once: the bucket is empty now
+	require.NoError(t, g.Spend(context.Background(), testGoID)) // the shop's one call at once: the bucket is empty now
 	obs := &resultLog{}
 	cfg := unitConfig(t)
 	cfg.Observer = obs

@@ -163,8 +163,8 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		m = &merchantSums{rows: map[key]*sums{}, kinds: map[store.UsageKind]int{}}
 		sh.m[ev.GoID] = m
 	}
-	if ev.At.After(m.last) {
-		m.last = ev.At
+	if ev.Result != ResultUnverified && ev.At.After(m.last) {
+		m.last = ev.At // a stranger's call moves no merchant's last call
 	}
 	one := sums{1, ev.At, ev.At}
 	m.add(key{store.UsageCall, store.Clip(ev.Operation, maxOperation), string(ev.Result)}, one)
@@ -188,7 +188,7 @@ func dayDetail(r Result) string {
 	switch r {
 	case ResultOK, ResultServerFault:
 		return store.DayCalls
-	case ResultRefused, ResultDenied:
+	case ResultRefused, ResultDenied, ResultUnverified:
 		return store.DayRefused
 	}
 	return ""

@@ -29,6 +29,8 @@ package usage
 import (
 	"context"
 	"time"
+
+	"github.com/legacybridge/soapbridge/store"
 )
 
 // Result is how a call ended, as the usage record counts it.
@@ -41,10 +43,16 @@ const (
 	ResultClientFault Result = "client_fault" // a Client fault: unreadable request, unknown operation
 	ResultServerFault Result = "server_fault" // a Server fault: gateway or store unavailable
 	ResultDenied      Result = "denied"       // refused by the access rules or a rate limit
+	// ResultUnverified: refused before the call was verified (its
+	// signature or token does not verify, or what it must sign is
+	// missing): a stranger may have sent it. It counts as refused in the
+	// merchant's day and nowhere else: it moves neither the merchant's
+	// last call (the gauge, the report's last seen) nor its totals.
+	ResultUnverified Result = store.CallUnverified
 )
 
 // Results lists every Result, in report order.
-var Results = []Result{ResultOK, ResultRefused, ResultClientFault, ResultServerFault, ResultDenied}
+var Results = []Result{ResultOK, ResultRefused, ResultClientFault, ResultServerFault, ResultDenied, ResultUnverified}
 
 func (r Result) valid() bool {
 	for _, x := range Results {

@@ -97,7 +97,7 @@ func TestFlowsRecordUsage(t *testing.T) {
 		"call createPayment ok 1",
 		"call get-account-statement ok 1",
 		"call pay-base-v2 ok 1",
-		"call pay-base-v2 refused 1",
+		"call pay-base-v2 unverified 1",
 		"call pay-full-v2 ok 1",
 		"call return ok 1",
 		"client browser 3",
@@ -112,5 +112,5 @@ func TestFlowsRecordUsage(t *testing.T) {
 		"feature paymentChannels 1",
 		"feature statement CSV 1",
 		"feature statement without currency 1",
-	}, got, "the forged form counts as refused, nothing more; the real one once, as the flow")
+	}, got, "the forged form counts as unverified (refused), nothing more; the real one once, as the flow")
 }

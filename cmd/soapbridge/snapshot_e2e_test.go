@@ -1,0 +1,183 @@
+package main
+
+// A reload swaps one snapshot: while configurations alternate under a
+// storm of SIGHUPs, each call is judged by exactly one of them, its access
+// rules and its merchants alike.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/beevik/etree"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/operations"
+)
+
+// stormConfig writes config X (x: the demo merchant and shop B) or Y (the
+// demo merchant and shop C); B and C accept calls from 127.0.0.2 only.
+func stormConfig(t *testing.T, path string, x bool) {
+	t.Helper()
+	body := fmt.Sprintf("merchants:\n  - goid: %s\n    client_id: %s\n    client_secret: %s\n    secure_key: %s\n",
+		demoGoID, demoClientID, demoClientSecret, demoSecureKey)
+	goid, client := stormGoidC, "shop-c"
+	if x {
+		goid, client = stormGoidB, "shop-b"
+	}
+	body += "  - goid: " + goid + "\n    client_id: " + client + "\n    client_secret: " + client + "-secret\n    secure_key: " + shopBKey +
+		"\n    allowed_networks: 127.0.0.2/32\n"
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(body), 0o600))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+const stormGoidB, stormGoidC = "8123456790", "8123456791"
+
+// The same call, shop B's correctly signed paymentStatus from 127.0.0.1,
+// has one answer under each configuration: under X the access rules
+// refuse it (a fault naming the address), under Y the core does not know
+// the goid (a CALL_FAILED reply). A call judged by X's merchants and Y's
+// rules gets neither: it is verified with B's key and sent on to the
+// gateway. Shop C's call is the mirror image. About 300 reloads alternate
+// X and Y while clients call; every answer must be X's or Y's.
+func TestReloadStormJudgesEachCallByOneConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "storm.yaml")
+	stormConfig(t, path, true)
+	// More Ps than cores: the OS preempts a call between its steps more
+	// often, so an interleaving with a reload's swap is likelier to show.
+	b := startBridge(t, withConfigFile(path), withEnv("GOMAXPROCS=16"))
+
+	const payment = "3000000001"
+	bodyOf := func(goid string) string {
+		sig, err := operations.Sign(shopBKey, operations.PaymentSessionFields(goid, payment)...)
+		require.NoError(t, err)
+		return `<paymentSessionInfo xsi:type="ns2:EPaymentSessionInfo">` + str("encryptedSignature", sig) +
+			long("paymentSessionId", payment) + long("targetGoId", goid) + `</paymentSessionInfo>`
+	}
+	bodies := map[string]string{stormGoidB: bodyOf(stormGoidB), stormGoidC: bodyOf(stormGoidC)}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}, Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+
+	const underX, underY = "x", "y"
+	// judge calls for goid and says which configuration the answer is of.
+	judge := func(goid string) (string, error) {
+		denied, unknown := underX, underY // B: refused by X's rules, unknown to Y
+		if goid == stormGoidC {
+			denied, unknown = underY, underX
+		}
+		body := bodies[goid]
+		env := `<?xml version="1.0" encoding="UTF-8"?>` +
+			`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
+			`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+			`xmlns:ns2="http://gate.gopay.cz/ws" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
+			`<SOAP-ENV:Body><ns1:paymentStatus>` + body + `</ns1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.SOAPURL, strings.NewReader(env))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		req.Header.Set("SOAPAction", `""`)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return "", err
+		}
+		doc := etree.NewDocument()
+		if err := doc.ReadFromBytes(raw); err != nil {
+			return "", fmt.Errorf("%w: %s", err, raw)
+		}
+		if f := doc.FindElement("//faultstring"); f != nil {
+			if f.Text() == "access denied: calls for goid "+goid+" are not accepted from address 127.0.0.1" {
+				return denied, nil
+			}
+			return "fault: " + f.Text(), nil
+		}
+		desc := ""
+		if el := doc.FindElement("//resultDescription"); el != nil {
+			desc = el.Text()
+		}
+		if strings.HasPrefix(desc, "unknown targetGoId "+goid) {
+			return unknown, nil
+		}
+		res := ""
+		if el := doc.FindElement("//result"); el != nil {
+			res = el.Text()
+		}
+		return "reply: " + res + " " + desc, nil
+	}
+	for _, goid := range []string{stormGoidB, stormGoidC} {
+		got, err := judge(goid)
+		require.NoError(t, err)
+		require.Equal(t, underX, got, "under X the rules refuse B's call and C is unknown")
+	}
+
+	var (
+		stop           atomic.Bool
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		answers        = map[string]int{}
+		calls, errored atomic.Int64
+	)
+	for i := range 16 {
+		wg.Go(func() {
+			for n := i; !stop.Load(); n++ {
+				goid := stormGoidB
+				if n%2 == 1 {
+					goid = stormGoidC
+				}
+				a, err := judge(goid)
+				calls.Add(1)
+				if err != nil {
+					errored.Add(1)
+					a = "error: " + err.Error()
+				}
+				if a != underX && a != underY {
+					a = goid + ": " + a
+				}
+				mu.Lock()
+				answers[a]++
+				mu.Unlock()
+			}
+		})
+	}
+	const reloads = 300
+	for i := 1; i <= reloads; i++ {
+		stormConfig(t, path, i%2 == 0) // Y, X, Y, …
+		b.signal(syscall.SIGHUP)
+		deadline := time.Now().Add(30 * time.Second)
+		for metricValue(t, getText(t, b.AdminURL+"/metrics"), "soapbridge_config_reloads_total", `result="ok"`) < float64(i) {
+			require.True(t, time.Now().Before(deadline), "reload %d not done within 30 s", i)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	t.Logf("%d calls over %d reloads: %v", calls.Load(), reloads, answers)
+	assert.Zero(t, errored.Load())
+	assert.Positive(t, answers[underX], "some calls judged by X")
+	assert.Positive(t, answers[underY], "some calls judged by Y")
+	for a, n := range answers {
+		if a != underX && a != underY {
+			assert.Failf(t, "a call judged by no one configuration", "%d× %s", n, a)
+		}
+	}
+	assert.Zero(t, metricValue(t, getText(t, b.AdminURL+"/metrics"), "soapbridge_config_reloads_total", `result="refused"`))
+}
