@@ -122,34 +122,13 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
 	}
 
-	doc, err := parseTree(body, lim.MaxDepth)
-	if err != nil {
-		return nil, parseFault(err)
-	}
-	var root *etree.Element
-	for _, t := range doc.Child {
-		switch t := t.(type) {
-		case *etree.Element:
-			if root != nil {
-				return nil, clientFault("not well-formed XML: more than one root element")
-			}
-			root = t
-		case *etree.CharData:
-			if !isSpace(t.Data) {
-				return nil, clientFault("not well-formed XML: text outside the root element")
-			}
-		case *etree.Directive:
-			return nil, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
-		}
-	}
-	if root == nil {
-		return nil, clientFault("not well-formed XML: no root element")
-	}
-
 	// The node slice of a normal request is allocated once.
-	t, f := buildTree(root, lim, min(starts+1, 4096))
-	if f != nil {
-		return nil, f
+	t, ok := streamTree(body, lim, min(starts+1, 4096))
+	if !ok {
+		var f *Fault
+		if t, f = referenceTree(body, lim, min(starts+1, 4096)); f != nil {
+			return nil, f
+		}
 	}
 	env := &t.nodes[0]
 	if !env.nsOK || env.local != "Envelope" {
@@ -229,9 +208,40 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		c.Params = append(c.Params, v)
 	}
 	c.nodes, c.budget = d.nodes, d.budget
-	c.Wire = wireOf(root, t, bodyEl, call, header >= 0)
+	c.Wire = wireOf(t, bodyEl, call, header >= 0)
 	c.Wire.Charset = charsetName
 	return c, nil
+}
+
+// referenceTree is the tree of body by way of an etree document: the
+// reference the streaming builder (stream.go) is held to, and the path of
+// every document that builder does not take.
+func referenceTree(body []byte, lim Limits, size int) (*tree, *Fault) {
+	doc, err := parseTree(body, lim.MaxDepth)
+	if err != nil {
+		return nil, parseFault(err)
+	}
+	var root *etree.Element
+	for _, t := range doc.Child {
+		switch t := t.(type) {
+		case *etree.Element:
+			if root != nil {
+				return nil, clientFault("not well-formed XML: more than one root element")
+			}
+			root = t
+		case *etree.CharData:
+			if !isSpace(t.Data) {
+				return nil, clientFault("not well-formed XML: text outside the root element")
+			}
+		case *etree.Directive:
+			return nil, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
+		}
+	}
+	if root == nil {
+		return nil, clientFault("not well-formed XML: no root element")
+	}
+
+	return buildTree(root, lim, size)
 }
 
 const actorNext = "http://schemas.xmlsoap.org/soap/actor/next"

@@ -144,3 +144,24 @@ func checkAllocs(t *testing.T, h *harness, c allocCase) {
 		t.Errorf("%s: %.1f allocations per call, budget %.0f: find the new ones (go test -bench -memprofile) or raise the budget in the same commit, saying why", c.name, got, c.budget)
 	}
 }
+
+// BenchmarkAllocsPaymentStatus: the guarded paymentStatus call, for
+// -memprofile (go test ./operations/soapapi -run '^$' -bench AllocsPaymentStatus -memprofile mem.out).
+func BenchmarkAllocsPaymentStatus(b *testing.B) {
+	h := newHarness(b)
+	paid(h)
+	h.rec.quiet = true
+	body, err := os.ReadFile(filepath.Join(goldenDir, "paymentStatus", "request.xml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := echo.New()
+	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+	}
+}
