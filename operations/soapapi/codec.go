@@ -165,29 +165,44 @@ func (c codec) qname(typ string) soapenc.QName {
 
 // encode renders v as the accessor name of table type typ.
 func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
+	out := new(soapenc.Value)
+	c.encodeInto(out, name, typ, v)
+	return out
+}
+
+// encodeInto renders v into out. The members of a struct are written into
+// one block of values (two allocations per struct, not one per member).
+func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value) {
 	q := c.qname(typ)
 	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
 		if tt.ArrayOf != "" {
+			block := make([]soapenc.Value, v.Len())
 			items := make([]*soapenc.Value, v.Len())
 			for i := range items {
-				items[i] = c.encode("item", tt.ArrayOf, v.Index(i))
+				items[i] = &block[i]
+				c.encodeInto(&block[i], "item", tt.ArrayOf, v.Index(i))
 			}
-			return soapenc.NewArray(name, q, c.qname(tt.ArrayOf), items...)
+			*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindArray, Fields: items, ItemType: c.qname(tt.ArrayOf)}
+			return
 		}
 		if v.Kind() == reflect.Pointer {
 			if v.IsNil() {
-				return &soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Nil: true}
+				*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Nil: true}
+				return
 			}
 			v = v.Elem()
 		}
 		fs := operations.LegacyFields(v.Type())
+		block := make([]soapenc.Value, len(tt.Fields))
 		members := make([]*soapenc.Value, len(tt.Fields))
 		for i, f := range tt.Fields {
-			members[i] = c.encode(f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
+			members[i] = &block[i]
+			c.encodeInto(&block[i], f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
 		}
-		return soapenc.NewStruct(name, q, members...)
+		*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Fields: members}
+		return
 	}
-	out := &soapenc.Value{Name: name, Type: q}
+	*out = soapenc.Value{Name: name, Type: q}
 	wasPtr := v.Kind() == reflect.Pointer
 	if wasPtr {
 		if v.IsNil() {
@@ -215,7 +230,6 @@ func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 			out.Nil = out.Text == "" && !wasPtr
 		}
 	}
-	return out
 }
 
 // decode reads the part v (named part, of table type typ) into dst, a
