@@ -224,18 +224,14 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	var sent atomic.Bool
 	var endSpan func(int, error)
 	if t := c.cfg.Tracer; t != nil {
 		ctx, endSpan = t.StartExchange(ctx, r.op, r.method)
 	}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				sent.Store(true)
-			}
-		},
-	})
+	st := &sendTrace{}
+	st.trace.WroteRequest = st.wroteRequest
+	ctx = httptrace.WithClientTrace(ctx, &st.trace)
+	sent := &st.sent
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
 	if err != nil {
 		if endSpan != nil {
@@ -252,15 +248,13 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 	req.Header.Set("Authorization", auth)
 
 	start := time.Now()
-	rep, err := c.exchange(ctx, r, req, &sent)
+	rep, err := c.exchange(ctx, r, req, sent)
 	if o, t := c.cfg.Observer, endSpan; o != nil || t != nil {
 		status := 0
-		var me *MalformedError
-		switch {
-		case err == nil:
+		if err == nil {
 			status = rep.status
-		case errors.As(err, &me):
-			status = me.Status
+		} else {
+			status = malformedStatus(err)
 		}
 		if o != nil {
 			o.ObserveGateway(r.op, status, time.Since(start))
@@ -275,14 +269,17 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 			zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
 		}
 	}
-	var me *MalformedError
-	var te *TransportError
-	switch {
-	case err == nil:
+	if err == nil {
 		if ce := c.log.Check(zap.DebugLevel, "gateway call"); ce != nil {
 			ce.Write(append(fields(), zap.Int("status", rep.status))...)
 		}
 		return rep, nil
+	}
+	// The targets of errors.As live on the heap: declared here, they cost
+	// nothing on the way of a reply.
+	var me *MalformedError
+	var te *TransportError
+	switch {
 	case errors.As(err, &me):
 		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
 			ce.Write(append(fields(), zap.Int("status", me.Status), zap.Error(me))...)
@@ -296,6 +293,28 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 	default:
 		return nil, err
 	}
+}
+
+// sendTrace tells whether the request of one exchange was written (one
+// allocation for the flag, the trace and its hook together).
+type sendTrace struct {
+	sent  atomic.Bool
+	trace httptrace.ClientTrace
+}
+
+func (s *sendTrace) wroteRequest(i httptrace.WroteRequestInfo) {
+	if i.Err == nil {
+		s.sent.Store(true)
+	}
+}
+
+// malformedStatus is the HTTP status a MalformedError carries, else 0.
+func malformedStatus(err error) int {
+	var me *MalformedError
+	if errors.As(err, &me) {
+		return me.Status
+	}
+	return 0
 }
 
 func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, sent *atomic.Bool) (*reply, error) {
