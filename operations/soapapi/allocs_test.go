@@ -70,7 +70,7 @@ var (
 	signatureElem   = regexp.MustCompile(`(<encryptedSignature[^>]*>)[0-9a-f]+(</encryptedSignature>)`)
 )
 
-func readGolden(t *testing.T, name string) []byte {
+func readGolden(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(goldenDir, name, "request.xml"))
 	if err != nil {
@@ -155,6 +155,23 @@ func BenchmarkAllocsPaymentStatus(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	e := echo.New()
+	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+	}
+}
+
+// BenchmarkAllocsCreatePaymentRepeated: the guarded repeated createPayment,
+// for -memprofile.
+func BenchmarkAllocsCreatePaymentRepeated(b *testing.B) {
+	h := newHarness(b)
+	h.rec.quiet = true
+	body := readGolden(b, "createPayment")
 	e := echo.New()
 	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
 	b.ReportAllocs()

@@ -278,26 +278,31 @@ func fieldProblem(path string, err error) string {
 }
 
 func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, problem *string) {
-	fail := func(path string, err error) {
+	// The path of a field is only spelt out for a problem.
+	fail := func(name string, err error) {
 		if *problem == "" {
-			*problem = fieldProblem(path, err)
+			*problem = fieldProblem(part+"."+name, err)
 		}
 	}
 	fs := operations.LegacyFields(s.Type())
+	var strs []string // what the *string fields point to: one block per struct
 	for _, f := range tt.Fields {
 		fv := v.Field(f.Name)
 		dst := s.FieldByIndex(fs[f.Name])
-		path := part + "." + f.Name
 		_, local, _ := strings.Cut(f.Type, ":")
 		switch local {
 		case "string":
 			str, ok, err := fv.Str()
 			switch {
 			case err != nil:
-				fail(path, err)
+				fail(f.Name, err)
 			case dst.Kind() == reflect.Pointer:
 				if ok {
-					dst.Set(reflect.ValueOf(&str))
+					if strs == nil {
+						strs = make([]string, 0, len(tt.Fields))
+					}
+					strs = append(strs, str)
+					dst.Set(reflect.ValueOf(&strs[len(strs)-1]))
 				}
 			default:
 				dst.SetString(str)
@@ -305,14 +310,14 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 		case "long", "int":
 			n, ok, err := fv.Int64()
 			if err != nil {
-				fail(path, err)
+				fail(f.Name, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(n))
 			}
 		case "boolean":
 			b, ok, err := fv.Bool()
 			if err != nil {
-				fail(path, err)
+				fail(f.Name, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(b))
 			}
@@ -321,14 +326,14 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 				continue
 			}
 			nested := reflect.New(dst.Type().Elem())
-			decodeStruct(path, tableTypes[local], fv, nested.Elem(), problem)
+			decodeStruct(part+"."+f.Name, tableTypes[local], fv, nested.Elem(), problem)
 			dst.Set(nested)
 		}
 	}
 	for name, i := range extraFields(s.Type()) {
 		str, ok, err := v.Field(name).Str()
 		if err != nil {
-			fail(part+"."+name, err)
+			fail(name, err)
 		} else if ok {
 			s.Field(i).SetString(str)
 		}
