@@ -344,26 +344,29 @@ func declEncoding(b []byte) string {
 	if end < 0 || end > 200 {
 		return ""
 	}
-	decl := string(b[5:end])
-	i := strings.Index(decl, "encoding")
+	decl := b[5:end] // read as bytes: only the name found is a string
+	i := bytes.Index(decl, []byte("encoding"))
 	if i < 0 {
 		return ""
 	}
-	rest := strings.TrimLeft(decl[i+len("encoding"):], " \t\r\n")
-	if !strings.HasPrefix(rest, "=") {
+	rest := bytes.TrimLeft(decl[i+len("encoding"):], " \t\r\n")
+	if !bytes.HasPrefix(rest, []byte("=")) {
 		return ""
 	}
-	rest = strings.TrimLeft(rest[1:], " \t\r\n")
-	if rest == "" || (rest[0] != '"' && rest[0] != '\'') {
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || (rest[0] != '"' && rest[0] != '\'') {
 		return ""
 	}
 	q := rest[0]
 	rest = rest[1:]
-	j := strings.IndexByte(rest, q)
+	j := bytes.IndexByte(rest, q)
 	if j < 0 {
 		return ""
 	}
-	return rest[:j]
+	if name := rest[:j]; bytes.EqualFold(name, []byte("UTF-8")) {
+		return "UTF-8" // what nearly every request declares, without a copy
+	}
+	return string(rest[:j])
 }
 
 func parseFault(err error) *Fault {

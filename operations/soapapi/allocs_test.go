@@ -182,3 +182,18 @@ func BenchmarkAllocsCreatePaymentRepeated(b *testing.B) {
 		e.ServeHTTP(w, req)
 	}
 }
+
+// BenchmarkAllocsTouch: the guarded touch, for -memprofile.
+func BenchmarkAllocsTouch(b *testing.B) {
+	h := newHarness(b)
+	body := readGolden(b, "touch")
+	e := echo.New()
+	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+	}
+}
