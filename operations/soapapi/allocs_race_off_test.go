@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 47
-	allocBudgetPaymentStatus         = 260
-	allocBudgetCreatePayment         = 600
-	allocBudgetCreatePaymentRepeated = 465
+	allocBudgetPaymentStatus         = 256
+	allocBudgetCreatePayment         = 596
+	allocBudgetCreatePaymentRepeated = 460
 )
 
 func skipAllocsUnderRace(*testing.T) {}
