@@ -158,7 +158,7 @@ func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*rep
 	renewed := false
 	failures := 0
 	for attempt := 1; ; attempt++ {
-		rep, err := c.sendBounded(ctx, r, "Bearer "+tok, attempt)
+		rep, err := c.sendBounded(ctx, r, c.bearerValue(tok), attempt)
 		if err == nil && rep.status == http.StatusUnauthorized && !renewed {
 			renewed = true
 			c.dropToken(key, tok)
@@ -200,7 +200,7 @@ func (c *Client) mayStart(ctx context.Context, r *request) error {
 // sendBounded is send under the deadline rules of call: an acting call is
 // checked again before each exchange (a token renewal takes time) and, when
 // the caller set no deadline, gets Config.Timeout of its own.
-func (c *Client) sendBounded(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
+func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
 	if !r.acts {
 		return c.send(ctx, r, auth, attempt)
 	}
@@ -219,7 +219,7 @@ func (c *Client) sendBounded(ctx context.Context, r *request, auth string, attem
 // Any status is a reply; errors are transport failures and oversized
 // replies. Whether the request left the bridge is taken from httptrace:
 // once it is written, a failure is of unknown outcome for a call that acts.
-func (c *Client) send(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
+func (c *Client) send(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
@@ -239,13 +239,21 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 		}
 		return nil, &RequestError{Op: r.op, Err: err}
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Language", c.cfg.AcceptLanguage)
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if r.contentType != "" {
-		req.Header.Set("Content-Type", r.contentType)
+	// Canonical keys, shared values (headerValue): no copy per request.
+	h := req.Header
+	h["Accept"] = c.hdrAccept
+	h["Accept-Language"] = c.hdrLang
+	h["User-Agent"] = c.hdrUA
+	switch r.contentType {
+	case "":
+	case ctJSON:
+		h["Content-Type"] = hdrJSON
+	case ctForm:
+		h["Content-Type"] = hdrForm
+	default:
+		h["Content-Type"] = []string{r.contentType}
 	}
-	req.Header.Set("Authorization", auth)
+	h["Authorization"] = auth
 
 	start := time.Now()
 	rep, err := c.exchange(ctx, r, req, sent)
@@ -294,6 +302,8 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 		return nil, err
 	}
 }
+
+var hdrJSON, hdrForm = headerValue(ctJSON), headerValue(ctForm)
 
 // sendTrace tells whether the request of one exchange was written (one
 // allocation for the flag, the trace and its hook together).

@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 47
-	allocBudgetPaymentStatus         = 256
-	allocBudgetCreatePayment         = 596
-	allocBudgetCreatePaymentRepeated = 460
+	allocBudgetPaymentStatus         = 250
+	allocBudgetCreatePayment         = 590
+	allocBudgetCreatePaymentRepeated = 455
 )
 
 func skipAllocsUnderRace(*testing.T) {}
