@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 47
-	allocBudgetPaymentStatus         = 250
-	allocBudgetCreatePayment         = 590
-	allocBudgetCreatePaymentRepeated = 455
+	allocBudgetPaymentStatus         = 248
+	allocBudgetCreatePayment         = 588
+	allocBudgetCreatePaymentRepeated = 452
 )
 
 func skipAllocsUnderRace(*testing.T) {}
