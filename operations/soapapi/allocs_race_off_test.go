@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 47
-	allocBudgetPaymentStatus         = 248
-	allocBudgetCreatePayment         = 588
-	allocBudgetCreatePaymentRepeated = 452
+	allocBudgetPaymentStatus         = 246
+	allocBudgetCreatePayment         = 586
+	allocBudgetCreatePaymentRepeated = 450
 )
 
 func skipAllocsUnderRace(*testing.T) {}

@@ -166,13 +166,13 @@ func (c codec) qname(typ string) soapenc.QName {
 // encode renders v as the accessor name of table type typ.
 func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 	out := new(soapenc.Value)
-	c.encodeInto(out, name, typ, v)
+	c.encodeInto(out, name, typ, v, false)
 	return out
 }
 
 // encodeInto renders v into out. The members of a struct are written into
 // one block of values (two allocations per struct, not one per member).
-func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value) {
+func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value, inStruct bool) {
 	q := c.qname(typ)
 	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
 		if tt.ArrayOf != "" {
@@ -180,7 +180,7 @@ func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value)
 			items := make([]*soapenc.Value, v.Len())
 			for i := range items {
 				items[i] = &block[i]
-				c.encodeInto(&block[i], "item", tt.ArrayOf, v.Index(i))
+				c.encodeInto(&block[i], "item", tt.ArrayOf, v.Index(i), false)
 			}
 			*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindArray, Fields: items, ItemType: c.qname(tt.ArrayOf)}
 			return
@@ -195,9 +195,36 @@ func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value)
 		fs := operations.LegacyFields(v.Type())
 		block := make([]soapenc.Value, len(tt.Fields))
 		members := make([]*soapenc.Value, len(tt.Fields))
+		// The digits of the integer members (ids, amounts) go into one
+		// string, not one allocation each (strconv has its own strings
+		// for values under 100).
+		var buf [128]byte
+		digits := buf[:0]
+		var ints [8]struct{ i, from, to int }
+		nints := 0
 		for i, f := range tt.Fields {
 			members[i] = &block[i]
-			c.encodeInto(&block[i], f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
+			fv := v.FieldByIndex(fs[f.Name])
+			c.encodeInto(&block[i], f.Name, f.Type, fv, true)
+			if m := &block[i]; m.Kind == soapenc.KindInt && !m.Nil && m.Text == "" {
+				if fv.Kind() == reflect.Pointer {
+					fv = fv.Elem()
+				}
+				if nints == len(ints) {
+					m.Text = strconv.FormatInt(fv.Int(), 10)
+					continue
+				}
+				from := len(digits)
+				digits = strconv.AppendInt(digits, fv.Int(), 10)
+				ints[nints] = struct{ i, from, to int }{i, from, len(digits)}
+				nints++
+			}
+		}
+		if nints > 0 {
+			all := string(digits)
+			for _, d := range ints[:nints] {
+				block[d.i].Text = all[d.from:d.to]
+			}
 		}
 		*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Fields: members}
 		return
@@ -214,7 +241,9 @@ func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value)
 	switch q.Local {
 	case "long", "int":
 		out.Kind = soapenc.KindInt
-		if !out.Nil {
+		// A member of a struct with two digits or more is left empty here:
+		// the struct writes its digits (encodeInto's struct case).
+		if !out.Nil && (!inStruct || (v.Int() >= 0 && v.Int() < 100)) {
 			out.Text = strconv.FormatInt(v.Int(), 10)
 		}
 	case "boolean":
