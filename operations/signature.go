@@ -34,14 +34,17 @@ func Sign(secureKey string, fields ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	plain := []byte(hashHex(secureKey, fields))
-	if pad := len(plain) % des.BlockSize; pad != 0 {
-		plain = append(plain, make([]byte, des.BlockSize-pad)...)
-	}
-	out := make([]byte, len(plain))
-	ecb(block, out, plain, block.Encrypt)
-	return hex.EncodeToString(out), nil
+	// The SHA-1 hex digest (hashHex) is 40 bytes, whole DES blocks: no
+	// padding. Encrypted in place, in one buffer.
+	var plain [2 * sha1.Size]byte
+	sum := sha1.Sum([]byte(joinFields(secureKey, fields...)))
+	hex.Encode(plain[:], sum[:])
+	ecb(block, plain[:], plain[:], block.Encrypt)
+	return hex.EncodeToString(plain[:]), nil
 }
+
+// The in-place Sign relies on the digest's hex filling whole blocks.
+var _ [0]struct{} = [(2 * sha1.Size) % des.BlockSize]struct{}{}
 
 // Verify reports whether signature is the signature of fields under
 // secureKey, hashed as UTF-8 or, failing that, as windows-1250 (see

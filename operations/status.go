@@ -113,42 +113,78 @@ func (s *Service) sessionOf(ctx context.Context, id, parentID int64) (store.Sess
 // statusFromPayment maps a REST payment onto EPaymentStatus (unsigned).
 // productName is the e-shop's (the REST reply carries none); nil when the
 // payment was not created through the bridge.
+// statusBlock is a paymentStatus reply with room for the values its
+// members point to: the reply of every call is one allocation.
+type statusBlock struct {
+	st                                            PaymentStatus
+	currency, order, state, sub, subDesc, channel string
+	p                                             [4]string
+	parent, id, goid, price                       int64
+	preauth, recurrent                            bool
+}
+
 func statusFromPayment(p *restbackend.Payment, m Merchant, productName *string) *PaymentStatus {
-	goid := m.GoID
+	b := &statusBlock{
+		currency: p.Currency, order: p.OrderNumber, state: p.State,
+		parent: p.ParentID, id: p.ID, goid: m.GoID, price: p.Amount,
+		preauth:   p.Preauthorization != nil && p.Preauthorization.Requested,
+		recurrent: p.Recurrence != nil,
+	}
 	if p.Target != nil && p.Target.GoID != 0 {
-		goid = p.Target.GoID
+		b.goid = p.Target.GoID
 	}
-	st := &PaymentStatus{
-		Currency:               opt(p.Currency),
-		OrderNumber:            opt(p.OrderNumber),
-		ParentPaymentSessionID: optInt(p.ParentID),
-		PaymentSessionID:       ptr(p.ID),
-		PreAuthorization:       ptr(p.Preauthorization != nil && p.Preauthorization.Requested),
+	st := &b.st
+	*st = PaymentStatus{
+		Currency:               optIn(&b.currency),
+		OrderNumber:            optIn(&b.order),
+		ParentPaymentSessionID: optIntIn(&b.parent),
+		PaymentSessionID:       &b.id,
+		PreAuthorization:       &b.preauth,
 		ProductName:            productName,
-		RecurrentPayment:       ptr(p.Recurrence != nil),
+		RecurrentPayment:       &b.recurrent,
 		Result:                 CallCompleted,
-		SessionState:           opt(p.State),
-		TargetGoID:             &goid,
-		TotalPrice:             ptr(p.Amount),
+		SessionState:           optIn(&b.state),
+		TargetGoID:             &b.goid,
+		TotalPrice:             &b.price,
 	}
-	if sub := strings.TrimPrefix(p.SubState, "_"); sub != "" {
-		st.SessionSubState = &sub
-		st.SessionSubStateDesc = opt(subStateDesc(sub))
+	if b.sub = strings.TrimPrefix(p.SubState, "_"); b.sub != "" {
+		st.SessionSubState = &b.sub
+		b.subDesc = subStateDesc(b.sub)
+		st.SessionSubStateDesc = optIn(&b.subDesc)
 	}
 	swift := ""
 	if p.Payer != nil && p.Payer.BankAccount != nil {
 		swift = p.Payer.BankAccount.BIC
 	}
 	if code, ok := legacyCode(p.PaymentInstrument, swift); ok {
-		st.PaymentChannel = &code
+		b.channel = code
+		st.PaymentChannel = &b.channel
 	}
 	ps := [4]**string{&st.P1, &st.P2, &st.P3, &st.P4}
 	for _, ap := range p.AdditionalParams {
 		if len(ap.Name) == 2 && ap.Name[0] == 'p' && ap.Name[1] >= '1' && ap.Name[1] <= '4' {
-			*ps[ap.Name[1]-'1'] = ptr(ap.Value)
+			k := ap.Name[1] - '1'
+			b.p[k] = ap.Value
+			*ps[k] = &b.p[k]
 		}
 	}
 	return st
+}
+
+// optIn is opt without a copy: s itself, or nil when empty.
+func optIn(s *string) *string {
+	if *s == "" {
+		return nil
+	}
+	return s
+}
+
+// optIntIn is optInt without a copy.
+func optIntIn(n *int64) *int64 {
+	if *n == 0 {
+		return nil
+	}
+	return n
 }
 
 // subStateDescs are short texts of the sub-states the gateway documents.

@@ -158,7 +158,7 @@ func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*rep
 	renewed := false
 	failures := 0
 	for attempt := 1; ; attempt++ {
-		rep, err := c.sendBounded(ctx, r, "Bearer "+tok, attempt)
+		rep, err := c.sendBounded(ctx, r, c.bearerValue(tok), attempt)
 		if err == nil && rep.status == http.StatusUnauthorized && !renewed {
 			renewed = true
 			c.dropToken(key, tok)
@@ -200,7 +200,7 @@ func (c *Client) mayStart(ctx context.Context, r *request) error {
 // sendBounded is send under the deadline rules of call: an acting call is
 // checked again before each exchange (a token renewal takes time) and, when
 // the caller set no deadline, gets Config.Timeout of its own.
-func (c *Client) sendBounded(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
+func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
 	if !r.acts {
 		return c.send(ctx, r, auth, attempt)
 	}
@@ -219,23 +219,19 @@ func (c *Client) sendBounded(ctx context.Context, r *request, auth string, attem
 // Any status is a reply; errors are transport failures and oversized
 // replies. Whether the request left the bridge is taken from httptrace:
 // once it is written, a failure is of unknown outcome for a call that acts.
-func (c *Client) send(ctx context.Context, r *request, auth string, attempt int) (*reply, error) {
+func (c *Client) send(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	var sent atomic.Bool
 	var endSpan func(int, error)
 	if t := c.cfg.Tracer; t != nil {
 		ctx, endSpan = t.StartExchange(ctx, r.op, r.method)
 	}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				sent.Store(true)
-			}
-		},
-	})
+	st := &sendTrace{}
+	st.trace.WroteRequest = st.wroteRequest
+	ctx = httptrace.WithClientTrace(ctx, &st.trace)
+	sent := &st.sent
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
 	if err != nil {
 		if endSpan != nil {
@@ -243,24 +239,30 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 		}
 		return nil, &RequestError{Op: r.op, Err: err}
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Language", c.cfg.AcceptLanguage)
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if r.contentType != "" {
-		req.Header.Set("Content-Type", r.contentType)
+	// Canonical keys, shared values (headerValue): no copy per request.
+	h := req.Header
+	h["Accept"] = c.hdrAccept
+	h["Accept-Language"] = c.hdrLang
+	h["User-Agent"] = c.hdrUA
+	switch r.contentType {
+	case "":
+	case ctJSON:
+		h["Content-Type"] = hdrJSON
+	case ctForm:
+		h["Content-Type"] = hdrForm
+	default:
+		h["Content-Type"] = []string{r.contentType}
 	}
-	req.Header.Set("Authorization", auth)
+	h["Authorization"] = auth
 
 	start := time.Now()
-	rep, err := c.exchange(ctx, r, req, &sent)
+	rep, err := c.exchange(ctx, r, req, sent)
 	if o, t := c.cfg.Observer, endSpan; o != nil || t != nil {
 		status := 0
-		var me *MalformedError
-		switch {
-		case err == nil:
+		if err == nil {
 			status = rep.status
-		case errors.As(err, &me):
-			status = me.Status
+		} else {
+			status = malformedStatus(err)
 		}
 		if o != nil {
 			o.ObserveGateway(r.op, status, time.Since(start))
@@ -275,14 +277,17 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 			zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
 		}
 	}
-	var me *MalformedError
-	var te *TransportError
-	switch {
-	case err == nil:
+	if err == nil {
 		if ce := c.log.Check(zap.DebugLevel, "gateway call"); ce != nil {
 			ce.Write(append(fields(), zap.Int("status", rep.status))...)
 		}
 		return rep, nil
+	}
+	// The targets of errors.As live on the heap: declared here, they cost
+	// nothing on the way of a reply.
+	var me *MalformedError
+	var te *TransportError
+	switch {
 	case errors.As(err, &me):
 		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
 			ce.Write(append(fields(), zap.Int("status", me.Status), zap.Error(me))...)
@@ -296,6 +301,30 @@ func (c *Client) send(ctx context.Context, r *request, auth string, attempt int)
 	default:
 		return nil, err
 	}
+}
+
+var hdrJSON, hdrForm = headerValue(ctJSON), headerValue(ctForm)
+
+// sendTrace tells whether the request of one exchange was written (one
+// allocation for the flag, the trace and its hook together).
+type sendTrace struct {
+	sent  atomic.Bool
+	trace httptrace.ClientTrace
+}
+
+func (s *sendTrace) wroteRequest(i httptrace.WroteRequestInfo) {
+	if i.Err == nil {
+		s.sent.Store(true)
+	}
+}
+
+// malformedStatus is the HTTP status a MalformedError carries, else 0.
+func malformedStatus(err error) int {
+	var me *MalformedError
+	if errors.As(err, &me) {
+		return me.Status
+	}
+	return 0
 }
 
 func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, sent *atomic.Bool) (*reply, error) {

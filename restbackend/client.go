@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -100,6 +101,18 @@ type Client struct {
 	mu     sync.Mutex
 	tokens map[string]cachedToken // by tokenKey
 	flight singleflight.Group     // one token request per key at a time
+
+	// Header values every request carries, set without a copy (send).
+	hdrAccept, hdrLang, hdrUA []string
+	bearer                    atomic.Pointer[bearerHeader] // the last token's Authorization
+}
+
+// bearerHeader is the Authorization value of one token, kept so that the
+// calls of a merchant do not build it again (the one merchant of most
+// bridges; another merchant's call replaces it).
+type bearerHeader struct {
+	tok string
+	v   []string
 }
 
 // New returns a Client for cfg.
@@ -123,7 +136,8 @@ func New(cfg Config) *Client {
 		cfg.MaxStatementSize = DefaultMaxStatementSize
 	}
 	c := &Client{cfg: cfg, base: apiRoot(cfg.BaseURL), hc: cfg.HTTPClient, log: cfg.Logger,
-		tokens: map[string]cachedToken{}}
+		tokens: map[string]cachedToken{}, hdrAccept: headerValue("application/json"),
+		hdrLang: headerValue(cfg.AcceptLanguage), hdrUA: headerValue(cfg.UserAgent)}
 	if c.hc == nil {
 		c.hc = newPooledHTTPClient(cfg.Timeout, cfg.MaxIdleConns)
 	}
@@ -131,6 +145,20 @@ func New(cfg Config) *Client {
 		c.log = zap.NewNop()
 	}
 	return c
+}
+
+// headerValue is a header's value that requests share: full (len = cap),
+// so that an Add makes a new slice instead of writing into it.
+func headerValue(v string) []string { return []string{v}[:1:1] }
+
+// bearerValue is the Authorization value for tok.
+func (c *Client) bearerValue(tok string) []string {
+	if b := c.bearer.Load(); b != nil && b.tok == tok {
+		return b.v
+	}
+	b := &bearerHeader{tok: tok, v: headerValue("Bearer " + tok)}
+	c.bearer.Store(b)
+	return b.v
 }
 
 // Timeout is the REST timeout of one call (Config.Timeout or its default):

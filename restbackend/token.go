@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -24,16 +23,25 @@ type cachedToken struct {
 const maxTokenMargin = 60 * time.Second
 
 // tokenKey identifies a token by credentials and scope (the gateway URL is
-// the Client's). It is a digest so that secrets are no map keys.
-func (c *Client) tokenKey(cr Credentials) string {
-	h := sha256.Sum256([]byte(cr.ClientID + "\x00" + cr.ClientSecret + "\x00" + cr.PreviousSecret + "\x00" + c.cfg.Scope))
-	return hex.EncodeToString(h[:])
+// the Client's). It is a digest so that secrets are no map keys. Joined in
+// a buffer on the stack and looked up without a string of its own, a call
+// with a cached token allocates nothing for it.
+func (c *Client) tokenKey(cr Credentials) tokenID {
+	var buf [256]byte
+	b := append(buf[:0], cr.ClientID...)
+	b = append(append(b, 0), cr.ClientSecret...)
+	b = append(append(b, 0), cr.PreviousSecret...)
+	b = append(append(b, 0), c.cfg.Scope...)
+	return sha256.Sum256(b)
 }
 
-func (c *Client) cachedToken(key string) (string, bool) {
+// tokenID is a tokenKey; string(id[:]) keys Client.tokens.
+type tokenID [sha256.Size]byte
+
+func (c *Client) cachedToken(key tokenID) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.tokens[key]
+	t, ok := c.tokens[string(key[:])]
 	if !ok || !c.cfg.Now().Before(t.expires) {
 		return "", false
 	}
@@ -42,11 +50,11 @@ func (c *Client) cachedToken(key string) (string, bool) {
 
 // dropToken forgets tok after the gateway refused it, unless another
 // caller already replaced it.
-func (c *Client) dropToken(key, tok string) {
+func (c *Client) dropToken(key tokenID, tok string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tokens[key].token == tok {
-		delete(c.tokens, key)
+	if c.tokens[string(key[:])].token == tok {
+		delete(c.tokens, string(key[:]))
 	}
 }
 
@@ -58,7 +66,8 @@ func (c *Client) dropToken(key, tok string) {
 func (c *Client) KeepTokens(keep []Credentials) {
 	keys := make(map[string]bool, len(keep))
 	for _, cr := range keep {
-		keys[c.tokenKey(cr)] = true
+		id := c.tokenKey(cr)
+		keys[string(id[:])] = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,11 +80,11 @@ func (c *Client) KeepTokens(keep []Credentials) {
 
 // token returns the cached token for key or fetches one; concurrent callers
 // share one token request, each waiting only as long as its own ctx allows.
-func (c *Client) token(ctx context.Context, cr Credentials, key string) (string, error) {
+func (c *Client) token(ctx context.Context, cr Credentials, key tokenID) (string, error) {
 	if t, ok := c.cachedToken(key); ok {
 		return t, nil
 	}
-	ch := c.flight.DoChan(key, func() (any, error) {
+	ch := c.flight.DoChan(string(key[:]), func() (any, error) {
 		if t, ok := c.cachedToken(key); ok {
 			return t, nil
 		}
@@ -101,7 +110,7 @@ func (c *Client) token(ctx context.Context, cr Credentials, key string) (string,
 // (cr.PreviousSecret), a refusal of the current secret is followed by one
 // request with the previous one: the token request moves nothing, so
 // asking twice is safe.
-func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (string, error) {
+func (c *Client) fetchToken(ctx context.Context, cr Credentials, key tokenID) (string, error) {
 	t, err := c.requestToken(ctx, cr.ClientID, cr.ClientSecret)
 	var ae *APIError
 	if err != nil && cr.PreviousSecret != "" && errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
@@ -113,7 +122,7 @@ func (c *Client) fetchToken(ctx context.Context, cr Credentials, key string) (st
 	}
 	ttl := time.Duration(t.ExpiresIn) * time.Second
 	c.mu.Lock()
-	c.tokens[key] = cachedToken{token: t.AccessToken, expires: c.cfg.Now().Add(ttl - min(maxTokenMargin, ttl/10))}
+	c.tokens[string(key[:])] = cachedToken{token: t.AccessToken, expires: c.cfg.Now().Add(ttl - min(maxTokenMargin, ttl/10))}
 	c.mu.Unlock()
 	return t.AccessToken, nil
 }
@@ -126,7 +135,7 @@ func (c *Client) requestToken(ctx context.Context, id, secret string) (*Token, e
 	// Plain id:secret as the specification and the official clients do (not
 	// the form-encoding of RFC 6749 2.3.1).
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret))
-	rep, err := c.send(ctx, &r, basic, 1)
+	rep, err := c.send(ctx, &r, []string{basic}, 1)
 	if err != nil {
 		return nil, err
 	}

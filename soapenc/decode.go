@@ -122,34 +122,13 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
 	}
 
-	doc, err := parseTree(body, lim.MaxDepth)
-	if err != nil {
-		return nil, parseFault(err)
-	}
-	var root *etree.Element
-	for _, t := range doc.Child {
-		switch t := t.(type) {
-		case *etree.Element:
-			if root != nil {
-				return nil, clientFault("not well-formed XML: more than one root element")
-			}
-			root = t
-		case *etree.CharData:
-			if !isSpace(t.Data) {
-				return nil, clientFault("not well-formed XML: text outside the root element")
-			}
-		case *etree.Directive:
-			return nil, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
-		}
-	}
-	if root == nil {
-		return nil, clientFault("not well-formed XML: no root element")
-	}
-
 	// The node slice of a normal request is allocated once.
-	t, f := buildTree(root, lim, min(starts+1, 4096))
-	if f != nil {
-		return nil, f
+	t, ok := streamTree(body, lim, min(starts+1, 4096))
+	if !ok {
+		var f *Fault
+		if t, f = referenceTree(body, lim, min(starts+1, 4096)); f != nil {
+			return nil, f
+		}
 	}
 	env := &t.nodes[0]
 	if !env.nsOK || env.local != "Envelope" {
@@ -229,9 +208,40 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		c.Params = append(c.Params, v)
 	}
 	c.nodes, c.budget = d.nodes, d.budget
-	c.Wire = wireOf(root, t, bodyEl, call, header >= 0)
+	c.Wire = wireOf(t, bodyEl, call, header >= 0)
 	c.Wire.Charset = charsetName
 	return c, nil
+}
+
+// referenceTree is the tree of body by way of an etree document: the
+// reference the streaming builder (stream.go) is held to, and the path of
+// every document that builder does not take.
+func referenceTree(body []byte, lim Limits, size int) (*tree, *Fault) {
+	doc, err := parseTree(body, lim.MaxDepth)
+	if err != nil {
+		return nil, parseFault(err)
+	}
+	var root *etree.Element
+	for _, t := range doc.Child {
+		switch t := t.(type) {
+		case *etree.Element:
+			if root != nil {
+				return nil, clientFault("not well-formed XML: more than one root element")
+			}
+			root = t
+		case *etree.CharData:
+			if !isSpace(t.Data) {
+				return nil, clientFault("not well-formed XML: text outside the root element")
+			}
+		case *etree.Directive:
+			return nil, clientFault("DOCTYPE and other declarations are not allowed in a SOAP message")
+		}
+	}
+	if root == nil {
+		return nil, clientFault("not well-formed XML: no root element")
+	}
+
+	return buildTree(root, lim, size)
 }
 
 const actorNext = "http://schemas.xmlsoap.org/soap/actor/next"
@@ -334,26 +344,29 @@ func declEncoding(b []byte) string {
 	if end < 0 || end > 200 {
 		return ""
 	}
-	decl := string(b[5:end])
-	i := strings.Index(decl, "encoding")
+	decl := b[5:end] // read as bytes: only the name found is a string
+	i := bytes.Index(decl, []byte("encoding"))
 	if i < 0 {
 		return ""
 	}
-	rest := strings.TrimLeft(decl[i+len("encoding"):], " \t\r\n")
-	if !strings.HasPrefix(rest, "=") {
+	rest := bytes.TrimLeft(decl[i+len("encoding"):], " \t\r\n")
+	if !bytes.HasPrefix(rest, []byte("=")) {
 		return ""
 	}
-	rest = strings.TrimLeft(rest[1:], " \t\r\n")
-	if rest == "" || (rest[0] != '"' && rest[0] != '\'') {
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || (rest[0] != '"' && rest[0] != '\'') {
 		return ""
 	}
 	q := rest[0]
 	rest = rest[1:]
-	j := strings.IndexByte(rest, q)
+	j := bytes.IndexByte(rest, q)
 	if j < 0 {
 		return ""
 	}
-	return rest[:j]
+	if name := rest[:j]; bytes.EqualFold(name, []byte("UTF-8")) {
+		return "UTF-8" // what nearly every request declares, without a copy
+	}
+	return string(rest[:j])
 }
 
 func parseFault(err error) *Fault {

@@ -15,6 +15,8 @@ import (
 type node struct {
 	space, local string // element name; space "" also when the prefix is undeclared
 	nsOK         bool   // the element's prefix is declared
+	prefix       string // the element's prefix as written (Wire)
+	encStyle     bool   // carries a prefixed encodingStyle attribute (Wire)
 
 	typ      QName // xsi:type, resolved
 	typState qnState
@@ -52,9 +54,14 @@ type tree struct {
 }
 
 type treeBuilder struct {
-	t      *tree
-	lim    Limits
-	scope  map[string][]string // prefix -> stack of URIs in scope
+	t     *tree
+	lim   Limits
+	scope map[string][]string // prefix -> stack of URIs in scope
+	// decls is the scope of the streaming builder (stream.go), used when
+	// scope is nil: the declarations in scope, innermost last. It stays
+	// short (the streaming builder hands documents with many declarations
+	// to the reference path), so a backward scan is as quick as a map.
+	decls  []decl
 	joined strings.Builder
 }
 
@@ -72,6 +79,17 @@ func buildTree(root *etree.Element, lim Limits, size int) (*tree, *Fault) {
 }
 
 func (b *treeBuilder) lookup(prefix string) (string, bool) {
+	if b.scope == nil {
+		for i := len(b.decls) - 1; i >= 0; i-- {
+			if b.decls[i].prefix == prefix {
+				return b.decls[i].uri, true
+			}
+		}
+		if prefix == "xml" {
+			return nsXML, true
+		}
+		return "", prefix == ""
+	}
 	s := b.scope[prefix]
 	if len(s) == 0 {
 		return "", prefix == ""
@@ -109,52 +127,9 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 	}
 
 	n.space, n.nsOK = b.lookup(e.Space)
-	for i := range e.Attr {
-		a := &e.Attr[i]
-		if a.Space == "" {
-			switch a.Key {
-			case "href":
-				n.hasHref, n.href = true, a.Value
-			case "id":
-				if _, dup := b.t.ids[a.Value]; dup {
-					return 0, clientFault("duplicate id " + QuoteName(a.Value))
-				}
-				if len(b.t.ids) >= b.lim.MaxRefs {
-					return 0, clientFault("too many multi-reference values (limit " + itoa(b.lim.MaxRefs) + ")")
-				}
-				if b.t.ids == nil {
-					b.t.ids = map[string]int32{}
-				}
-				b.t.ids[a.Value] = idx
-			}
-			continue
-		}
-		if a.Space == "xmlns" {
-			continue
-		}
-		switch a.Key {
-		case "type", "nil", "null", "arrayType", "root", "mustUnderstand", "actor":
-		default:
-			continue
-		}
-		ns, ok := b.lookup(a.Space)
-		if !ok {
-			continue
-		}
-		switch {
-		case isXSI(ns) && a.Key == "type":
-			n.typ, n.typState = b.qname(a.Value)
-		case isXSI(ns) && (a.Key == "nil" || a.Key == "null"):
-			n.isNil = isTrue(a.Value)
-		case ns == NSEncoding && a.Key == "arrayType":
-			n.item, n.arrState = b.arrayType(a.Value)
-		case ns == NSEncoding && a.Key == "root":
-			n.rootFalse = isFalse(a.Value)
-		case ns == NSEnvelope && a.Key == "mustUnderstand":
-			n.mustUnd = isTrue(a.Value)
-		case ns == NSEnvelope && a.Key == "actor":
-			n.hasActor, n.actor = true, a.Value
-		}
+	n.prefix = e.Space
+	if f := b.attrs(&n, idx, e.Attr); f != nil {
+		return 0, f
 	}
 
 	var first *etree.CharData
@@ -206,6 +181,62 @@ func (b *treeBuilder) walk(e *etree.Element) (int32, *Fault) {
 		}
 	}
 	return idx, nil
+}
+
+// attrs reads the attributes of node idx into n (its namespace
+// declarations are in scope already).
+func (b *treeBuilder) attrs(n *node, idx int32, attrs []etree.Attr) *Fault {
+	for i := range attrs {
+		a := &attrs[i]
+		if a.Space == "" {
+			switch a.Key {
+			case "href":
+				n.hasHref, n.href = true, a.Value
+			case "id":
+				if _, dup := b.t.ids[a.Value]; dup {
+					return clientFault("duplicate id " + QuoteName(a.Value))
+				}
+				if len(b.t.ids) >= b.lim.MaxRefs {
+					return clientFault("too many multi-reference values (limit " + itoa(b.lim.MaxRefs) + ")")
+				}
+				if b.t.ids == nil {
+					b.t.ids = map[string]int32{}
+				}
+				b.t.ids[a.Value] = idx
+			}
+			continue
+		}
+		if a.Space == "xmlns" {
+			continue
+		}
+		if a.Key == "encodingStyle" {
+			n.encStyle = true
+		}
+		switch a.Key {
+		case "type", "nil", "null", "arrayType", "root", "mustUnderstand", "actor":
+		default:
+			continue
+		}
+		ns, ok := b.lookup(a.Space)
+		if !ok {
+			continue
+		}
+		switch {
+		case isXSI(ns) && a.Key == "type":
+			n.typ, n.typState = b.qname(a.Value)
+		case isXSI(ns) && (a.Key == "nil" || a.Key == "null"):
+			n.isNil = isTrue(a.Value)
+		case ns == NSEncoding && a.Key == "arrayType":
+			n.item, n.arrState = b.arrayType(a.Value)
+		case ns == NSEncoding && a.Key == "root":
+			n.rootFalse = isFalse(a.Value)
+		case ns == NSEnvelope && a.Key == "mustUnderstand":
+			n.mustUnd = isTrue(a.Value)
+		case ns == NSEnvelope && a.Key == "actor":
+			n.hasActor, n.actor = true, a.Value
+		}
+	}
+	return nil
 }
 
 // Older toolkits (SOAP::Lite, Apache SOAP 2) still send the 1999 and 2000

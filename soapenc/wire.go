@@ -1,10 +1,6 @@
 package soapenc
 
-import (
-	"strings"
-
-	"github.com/beevik/etree"
-)
+import "strings"
 
 // Wire is how a request was written: the habits by which the client library
 // that wrote it can be told apart (prefixes, where encodingStyle sits,
@@ -32,24 +28,17 @@ const (
 	EncodingOnCall     = "call"
 )
 
-// wireOf reads the Wire facts of a decoded document: root is the Envelope,
-// body and call are node indexes of t.
-func wireOf(root *etree.Element, t *tree, body, call int32, header bool) Wire {
-	w := Wire{EnvelopePrefix: root.Space, Header: header}
-	bodyEl := elementChild(root, childPos(t, 0, body))
-	callEl := elementChild(bodyEl, childPos(t, body, call))
-	if bodyEl != nil {
-		w.BodyPrefix = bodyEl.Space
-	}
-	if callEl != nil {
-		w.OperationPrefix = callEl.Space
-	}
+// wireOf reads the Wire facts of a decoded document: node 0 is the
+// Envelope, body and call are node indexes of t.
+func wireOf(t *tree, body, call int32, header bool) Wire {
+	env, bodyEl, callEl := &t.nodes[0], &t.nodes[body], &t.nodes[call]
+	w := Wire{EnvelopePrefix: env.prefix, BodyPrefix: bodyEl.prefix, OperationPrefix: callEl.prefix, Header: header}
 	switch {
-	case hasEncodingStyle(root):
+	case env.encStyle:
 		w.EncodingStyleOn = EncodingOnEnvelope
-	case hasEncodingStyle(bodyEl):
+	case bodyEl.encStyle:
 		w.EncodingStyleOn = EncodingOnBody
-	case hasEncodingStyle(callEl):
+	case callEl.encStyle:
 		w.EncodingStyleOn = EncodingOnCall
 	}
 	afterCall := false
@@ -73,42 +62,4 @@ func wireOf(root *etree.Element, t *tree, body, call int32, header bool) Wire {
 		w.Typed = n.typState != qnAbsent
 	}
 	return w
-}
-
-// childPos is the position of node child among the element children of
-// node parent (the tree keeps them in document order, as etree does).
-func childPos(t *tree, parent, child int32) int {
-	k := 0
-	for i := t.nodes[parent].first; i >= 0 && i != child; i = t.nodes[i].next {
-		k++
-	}
-	return k
-}
-
-// elementChild is the k-th child element of e, or nil.
-func elementChild(e *etree.Element, k int) *etree.Element {
-	if e == nil {
-		return nil
-	}
-	for _, c := range e.Child {
-		if el, ok := c.(*etree.Element); ok {
-			if k == 0 {
-				return el
-			}
-			k--
-		}
-	}
-	return nil
-}
-
-func hasEncodingStyle(e *etree.Element) bool {
-	if e == nil {
-		return false
-	}
-	for i := range e.Attr {
-		if e.Attr[i].Key == "encodingStyle" && e.Attr[i].Space != "" && e.Attr[i].Space != "xmlns" {
-			return true
-		}
-	}
-	return false
 }

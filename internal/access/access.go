@@ -446,6 +446,9 @@ func contains(nets []netip.Prefix, a netip.Addr) bool {
 
 // IsDenied reports whether err is a refusal by the rules.
 func IsDenied(err error) (*Denied, bool) {
+	if err == nil {
+		return nil, false // before d: the target of errors.As lives on the heap
+	}
 	var d *Denied
 	ok := errors.As(err, &d)
 	return d, ok

@@ -165,29 +165,71 @@ func (c codec) qname(typ string) soapenc.QName {
 
 // encode renders v as the accessor name of table type typ.
 func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
+	out := new(soapenc.Value)
+	c.encodeInto(out, name, typ, v, false)
+	return out
+}
+
+// encodeInto renders v into out. The members of a struct are written into
+// one block of values (two allocations per struct, not one per member).
+func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value, inStruct bool) {
 	q := c.qname(typ)
 	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
 		if tt.ArrayOf != "" {
+			block := make([]soapenc.Value, v.Len())
 			items := make([]*soapenc.Value, v.Len())
 			for i := range items {
-				items[i] = c.encode("item", tt.ArrayOf, v.Index(i))
+				items[i] = &block[i]
+				c.encodeInto(&block[i], "item", tt.ArrayOf, v.Index(i), false)
 			}
-			return soapenc.NewArray(name, q, c.qname(tt.ArrayOf), items...)
+			*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindArray, Fields: items, ItemType: c.qname(tt.ArrayOf)}
+			return
 		}
 		if v.Kind() == reflect.Pointer {
 			if v.IsNil() {
-				return &soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Nil: true}
+				*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Nil: true}
+				return
 			}
 			v = v.Elem()
 		}
 		fs := operations.LegacyFields(v.Type())
+		block := make([]soapenc.Value, len(tt.Fields))
 		members := make([]*soapenc.Value, len(tt.Fields))
+		// The digits of the integer members (ids, amounts) go into one
+		// string, not one allocation each (strconv has its own strings
+		// for values under 100).
+		var buf [128]byte
+		digits := buf[:0]
+		var ints [8]struct{ i, from, to int }
+		nints := 0
 		for i, f := range tt.Fields {
-			members[i] = c.encode(f.Name, f.Type, v.FieldByIndex(fs[f.Name]))
+			members[i] = &block[i]
+			fv := v.FieldByIndex(fs[f.Name])
+			c.encodeInto(&block[i], f.Name, f.Type, fv, true)
+			if m := &block[i]; m.Kind == soapenc.KindInt && !m.Nil && m.Text == "" {
+				if fv.Kind() == reflect.Pointer {
+					fv = fv.Elem()
+				}
+				if nints == len(ints) {
+					m.Text = strconv.FormatInt(fv.Int(), 10)
+					continue
+				}
+				from := len(digits)
+				digits = strconv.AppendInt(digits, fv.Int(), 10)
+				ints[nints] = struct{ i, from, to int }{i, from, len(digits)}
+				nints++
+			}
 		}
-		return soapenc.NewStruct(name, q, members...)
+		if nints > 0 {
+			all := string(digits)
+			for _, d := range ints[:nints] {
+				block[d.i].Text = all[d.from:d.to]
+			}
+		}
+		*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindStruct, Fields: members}
+		return
 	}
-	out := &soapenc.Value{Name: name, Type: q}
+	*out = soapenc.Value{Name: name, Type: q}
 	wasPtr := v.Kind() == reflect.Pointer
 	if wasPtr {
 		if v.IsNil() {
@@ -199,7 +241,9 @@ func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 	switch q.Local {
 	case "long", "int":
 		out.Kind = soapenc.KindInt
-		if !out.Nil {
+		// A member of a struct with two digits or more is left empty here:
+		// the struct writes its digits (encodeInto's struct case).
+		if !out.Nil && (!inStruct || (v.Int() >= 0 && v.Int() < 100)) {
 			out.Text = strconv.FormatInt(v.Int(), 10)
 		}
 	case "boolean":
@@ -215,7 +259,6 @@ func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
 			out.Nil = out.Text == "" && !wasPtr
 		}
 	}
-	return out
 }
 
 // decode reads the part v (named part, of table type typ) into dst, a
@@ -264,26 +307,31 @@ func fieldProblem(path string, err error) string {
 }
 
 func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, problem *string) {
-	fail := func(path string, err error) {
+	// The path of a field is only spelt out for a problem.
+	fail := func(name string, err error) {
 		if *problem == "" {
-			*problem = fieldProblem(path, err)
+			*problem = fieldProblem(part+"."+name, err)
 		}
 	}
 	fs := operations.LegacyFields(s.Type())
+	var strs []string // what the *string fields point to: one block per struct
 	for _, f := range tt.Fields {
 		fv := v.Field(f.Name)
 		dst := s.FieldByIndex(fs[f.Name])
-		path := part + "." + f.Name
 		_, local, _ := strings.Cut(f.Type, ":")
 		switch local {
 		case "string":
 			str, ok, err := fv.Str()
 			switch {
 			case err != nil:
-				fail(path, err)
+				fail(f.Name, err)
 			case dst.Kind() == reflect.Pointer:
 				if ok {
-					dst.Set(reflect.ValueOf(&str))
+					if strs == nil {
+						strs = make([]string, 0, len(tt.Fields))
+					}
+					strs = append(strs, str)
+					dst.Set(reflect.ValueOf(&strs[len(strs)-1]))
 				}
 			default:
 				dst.SetString(str)
@@ -291,14 +339,14 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 		case "long", "int":
 			n, ok, err := fv.Int64()
 			if err != nil {
-				fail(path, err)
+				fail(f.Name, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(n))
 			}
 		case "boolean":
 			b, ok, err := fv.Bool()
 			if err != nil {
-				fail(path, err)
+				fail(f.Name, err)
 			} else if ok {
 				setScalar(dst, reflect.ValueOf(b))
 			}
@@ -307,14 +355,14 @@ func decodeStruct(part string, tt wsdl.Type, v *soapenc.Value, s reflect.Value, 
 				continue
 			}
 			nested := reflect.New(dst.Type().Elem())
-			decodeStruct(path, tableTypes[local], fv, nested.Elem(), problem)
+			decodeStruct(part+"."+f.Name, tableTypes[local], fv, nested.Elem(), problem)
 			dst.Set(nested)
 		}
 	}
 	for name, i := range extraFields(s.Type()) {
 		str, ok, err := v.Field(name).Str()
 		if err != nil {
-			fail(part+"."+name, err)
+			fail(name, err)
 		} else if ok {
 			s.Field(i).SetString(str)
 		}

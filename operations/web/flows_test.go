@@ -646,12 +646,23 @@ func goldenFlow(t *testing.T, name, got string) {
 // The Java 2.4 and .NET libraries send no currency and sign four fields:
 // the statement is of the merchant's default currency (CZK here), and the
 // five-field scheme over an empty currency does not stand in for it.
+// pragueToday is today's date where the gateway keeps its calendar:
+// statement dates are days in Prague (the sandbox as the real gateway), so
+// a statement "to today" by the machine's own date missed a payment made
+// in the hours Prague is a day ahead (from 22:00 or 23:00 UTC).
+func pragueToday(t *testing.T) string {
+	t.Helper()
+	prague, err := time.LoadLocation("Europe/Prague") // the sandbox embeds time/tzdata
+	require.NoError(t, err)
+	return time.Now().In(prague).Format(time.DateOnly)
+}
+
 func TestStatementWithoutCurrency(t *testing.T) {
 	env := newFlEnv(t)
 	ctx := context.Background()
 	paid := env.create(t, "no-currency-1", "https://shop.example/ok", "https://shop.example/ko")
 	require.NoError(t, env.sb.Act(ctx, paid, sandbox.Action{Do: sandbox.ActPay, Instrument: "PAYMENT_CARD"}))
-	today := time.Now().Format(time.DateOnly)
+	today := pragueToday(t)
 	q := func(sig, kind string) string {
 		v := url.Values{"statementRequest.dateFrom": {"2020-01-01"}, "statementRequest.dateTo": {today},
 			"statementRequest.targetGoId": {"8123456789"}, "statementRequest.contentType": {kind},

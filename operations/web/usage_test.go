@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +70,7 @@ func TestFlowsRecordUsage(t *testing.T) {
 	// repeats until answered: at least once); the shop gets it.
 	flWaitNotification(t, env.shop, operations.FormatInt(id))
 
-	today := time.Now().Format(time.DateOnly)
+	today := pragueToday(t)
 	sig, err := operations.Sign(flSecureKey, operations.StatementRequestFieldsNoCurrency("2020-01-01", today, "8123456789")...)
 	require.NoError(t, err)
 	v := url.Values{"statementRequest.dateFrom": {"2020-01-01"}, "statementRequest.dateTo": {today},

@@ -1,0 +1,17 @@
+//go:build !race
+
+package soapapi
+
+import "testing"
+
+// Allocation budgets per in-process call (allocs_test.go): what the hot
+// path reached, plus a small margin for the rare pool refill. Raise one
+// only in the commit that needs it, saying why.
+const (
+	allocBudgetTouch                 = 47
+	allocBudgetPaymentStatus         = 246
+	allocBudgetCreatePayment         = 586
+	allocBudgetCreatePaymentRepeated = 450
+)
+
+func skipAllocsUnderRace(*testing.T) {}
