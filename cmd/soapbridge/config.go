@@ -41,6 +41,9 @@ type Config struct {
 	RateLimit     float64 `yaml:"rate_limit" help:"most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit"`
 	RateBurst     int     `yaml:"rate_burst" help:"requests accepted at once above the rate limit; twice the rate when 0"`
 
+	MaxCallsInProgress int           `yaml:"max_calls_in_progress" help:"most requests in progress on the public listener (/healthz aside); one more waits up to overload_wait for a slot, then gets 503 (a SOAP call: a Server fault) with Retry-After: 1 (0: no limit)"`
+	OverloadWait       time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once)"`
+
 	AuthFailures int `yaml:"basic_auth_failures_per_minute" help:"wrong HTTP Basic credentials one caller address (behind trusted_proxies: the client they name) may send per minute, per bridge process; past them its calls for merchants with basic_user are refused without checking (0: no limit)"`
 
 	ReadTimeout     time.Duration `yaml:"read_timeout" help:"time to read a whole request"`
@@ -133,6 +136,8 @@ func defaultConfig() Config {
 		MaxBodyBytes:          64 << 10,
 		MaxConns:              4096,
 		MaxConnsPerIP:         256,
+		MaxCallsInProgress:    1000,
+		OverloadWait:          50 * time.Millisecond,
 		AuthFailures:          10,
 		MaxDepth:              64,
 		MaxRefs:               1000,
@@ -215,6 +220,8 @@ func (c *Config) validate() error {
 		{when(c.MaxBodyBytes <= 0, "max body bytes must be positive"), "max_body_bytes"},
 		{when(c.MaxConns < 0, "max connections must not be negative (0: no cap)"), "max_connections"},
 		{when(c.MaxConnsPerIP < 0, "max connections per IP must not be negative (0: no cap)"), "max_connections_per_ip"},
+		{when(c.MaxCallsInProgress < 0, "max calls in progress must not be negative (0: no limit)"), "max_calls_in_progress"},
+		{when(c.OverloadWait < 0 || c.OverloadWait > 10*time.Second, "overload wait: %v is not within 0..10s", c.OverloadWait), "overload_wait"},
 		{when(c.RateLimit < 0 || c.RateBurst < 0, "rate limit and burst must not be negative (0: no limit)"), "rate_limit rate_burst"},
 		{when(c.AuthFailures < 0, "basic auth failures per minute must not be negative (0: no limit)"), "basic_auth_failures_per_minute"},
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},

@@ -151,12 +151,7 @@ func (a answer) success() bool {
 // soap posts one operation as PHP SoapClient words it.
 func (e *moneyEnv) soap(op, body string) answer {
 	e.t.Helper()
-	env := `<?xml version="1.0" encoding="UTF-8"?>` +
-		`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
-		`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
-		`xmlns:ns2="http://gate.gopay.cz/ws" xmlns:xsd="http://www.w3.org/2001/XMLSchema" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
-		`<SOAP-ENV:Body><ns1:` + op + `>` + body + `</ns1:` + op + `></SOAP-ENV:Body></SOAP-ENV:Envelope>`
-	req, err := http.NewRequest(http.MethodPost, e.b.SOAPURL, strings.NewReader(env))
+	req, err := http.NewRequest(http.MethodPost, e.b.SOAPURL, strings.NewReader(soapEnvelope(op, body)))
 	require.NoError(e.t, err)
 	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
 	req.Header.Set("SOAPAction", `""`)
@@ -181,6 +176,15 @@ func (e *moneyEnv) soap(op, body string) answer {
 	}
 	a.result, a.desc, a.id = text("result"), text("resultDescription"), text("paymentSessionId")
 	return a
+}
+
+// soapEnvelope is one operation's request as PHP SoapClient words it.
+func soapEnvelope(op, body string) string {
+	return `<?xml version="1.0" encoding="UTF-8"?>` +
+		`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
+		`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+		`xmlns:ns2="http://gate.gopay.cz/ws" xmlns:xsd="http://www.w3.org/2001/XMLSchema" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
+		`<SOAP-ENV:Body><ns1:` + op + `>` + body + `</ns1:` + op + `></SOAP-ENV:Body></SOAP-ENV:Envelope>`
 }
 
 func str(n, v string) string { return `<` + n + ` xsi:type="SOAP-ENC:string">` + v + `</` + n + `>` }

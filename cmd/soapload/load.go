@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,42 +42,90 @@ func (t target) request(ctx context.Context) (*http.Request, error) {
 	return req, nil
 }
 
-// do sends one request; ok says the reply was good, err a transport
-// error; a bad reply is described in why.
-func (t target) do(ctx context.Context, client *http.Client) (ok bool, why string, err error) {
+// outcome is what became of one request.
+type outcome int
+
+const (
+	made    outcome = iota // a good reply
+	bad                    // a reply, not the wanted one
+	refused                // 503: the server refused it at once (overload), nothing done
+	failed                 // a transport error
+)
+
+// do sends one request; a bad reply (and a refusal) is described in why,
+// a transport error in err.
+func (t target) do(ctx context.Context, client *http.Client) (o outcome, why string, err error) {
 	req, err := t.request(ctx)
 	if err != nil {
-		return false, "", err
+		return failed, "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, "", err
+		return failed, "", err
 	}
 	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return false, "", err
+		return failed, "", err
 	}
-	if resp.StatusCode == http.StatusOK && bytes.Contains(raw, t.want) {
-		return true, "", nil
+	switch {
+	case resp.StatusCode == http.StatusOK && bytes.Contains(raw, t.want):
+		return made, "", nil
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return refused, fmt.Sprintf("status 503: %.300s", raw), nil
 	}
-	return false, fmt.Sprintf("status %d: %.300s", resp.StatusCode, raw), nil
+	return bad, fmt.Sprintf("status %d: %.300s", resp.StatusCode, raw), nil
+}
+
+// count adds one request's outcome (latency lat from when it was due or
+// sent) to r: the latencies are those of replies (good or bad), not of
+// refusals or failures.
+func (r *result) count(o outcome, why string, err error, lat time.Duration) {
+	switch o {
+	case failed:
+		r.errs++
+		r.noteBad(err.Error())
+		return
+	case refused:
+		r.refused++
+		r.noteRefused(why)
+		return
+	case made:
+		r.ok++
+	default:
+		r.bad++
+		r.noteBad(why)
+	}
+	r.lat = append(r.lat, lat)
 }
 
 // result is what one load phase measured.
 type result struct {
 	ok, bad, errs int
+	refused       int             // 503 replies: refused at once by an overloaded server, counted apart from errors
+	unsent        int             // open loop: due while the client's in-flight bound was full, never sent
 	firstBad      string          // a bad reply or transport error, for the report
-	lat           []time.Duration // of every reply, good or bad, sorted
+	firstRefused  string          // a refusal's reply
+	lat           []time.Duration // of every reply, good or bad (not refusals), sorted
 	elapsed       time.Duration
+	peakConns     int64 // most client connections open at once (the client's count)
 }
 
 func (r *result) add(o result) {
-	r.ok, r.bad, r.errs = r.ok+o.ok, r.bad+o.bad, r.errs+o.errs
+	r.ok, r.bad, r.errs, r.refused, r.unsent = r.ok+o.ok, r.bad+o.bad, r.errs+o.errs, r.refused+o.refused, r.unsent+o.unsent
 	if r.firstBad == "" {
 		r.firstBad = o.firstBad
 	}
+	if r.firstRefused == "" {
+		r.firstRefused = o.firstRefused
+	}
 	r.lat = append(r.lat, o.lat...)
+}
+
+func (r *result) noteRefused(why string) {
+	if r.firstRefused == "" {
+		r.firstRefused = why
+	}
 }
 
 func (r *result) noteBad(why string) {
@@ -100,16 +150,49 @@ func (r result) pct(q float64) time.Duration {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("%d ok, %d bad, %d errors, %.0f req/s, p50 %v, p99 %v, max %v",
+	s := fmt.Sprintf("%d ok, %d bad, %d errors, %.0f req/s, p50 %v, p99 %v, max %v",
 		r.ok, r.bad, r.errs, r.rps(), r.pct(0.5).Round(time.Microsecond), r.pct(0.99).Round(time.Microsecond), r.pct(1).Round(time.Microsecond))
+	if r.refused > 0 || r.unsent > 0 {
+		s += fmt.Sprintf(", %d refused (503), %d never sent", r.refused, r.unsent)
+	}
+	return s
 }
 
-// newClient is a keep-alive client for up to conns concurrent requests.
-func newClient(conns int, timeout time.Duration) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxIdleConns: conns, IdleConnTimeout: time.Minute},
-		Timeout:   timeout,
+// connCounter counts the client's open connections and their peak.
+type connCounter struct{ open, peak atomic.Int64 }
+
+type countedConn struct {
+	net.Conn
+	c    *connCounter
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// newClient is a keep-alive client for up to conns concurrent requests,
+// which never opens more than maxConns connections (0: no cap): a request
+// over it waits in the client for a connection (an open loop counts that
+// wait, from when the request was due). Its connections are counted in
+// cc when not nil.
+func newClient(conns, maxConns int, timeout time.Duration, cc *connCounter) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxIdleConns: conns, IdleConnTimeout: time.Minute, MaxConnsPerHost: maxConns}
+	if cc != nil {
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			n := cc.open.Add(1)
+			for p := cc.peak.Load(); n > p && !cc.peak.CompareAndSwap(p, n); p = cc.peak.Load() {
+			}
+			return &countedConn{Conn: c, c: cc}, nil
+		}
 	}
+	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
 // closedLoop runs workers clients for d, each sending its next request as
@@ -129,20 +212,11 @@ func closedLoop(client *http.Client, t target, workers int, d time.Duration) res
 				t0 := time.Now()
 				// The phase's end does not cancel a request in flight: its
 				// reply counts, so the bound is d plus one reply.
-				ok, why, err := t.do(context.WithoutCancel(ctx), client)
-				switch {
-				case err != nil:
-					mine.errs++
-					mine.noteBad(err.Error())
-					time.Sleep(10 * time.Millisecond) // no busy loop on a dead server
-					continue
-				case ok:
-					mine.ok++
-				default:
-					mine.bad++
-					mine.noteBad(why)
+				o, why, err := t.do(context.WithoutCancel(ctx), client)
+				mine.count(o, why, err, time.Since(t0))
+				if o == failed || o == refused {
+					time.Sleep(10 * time.Millisecond) // no busy loop on a dead or refusing server
 				}
-				mine.lat = append(mine.lat, time.Since(t0))
 			}
 			mu.Lock()
 			total.add(mine)
@@ -157,8 +231,10 @@ func closedLoop(client *http.Client, t target, workers int, d time.Duration) res
 
 // openLoop sends rate requests per second for d whatever the replies do,
 // each on its own goroutine, and measures each latency from the moment it
-// was due (so a stalled server cannot hide its queue). At most maxInFlight
-// are outstanding; a request due beyond that counts as an error.
+// was due (so a stalled server cannot hide its queue, nor the client's
+// own wait for a connection). At most maxInFlight are outstanding; a
+// request due beyond that is never sent, and counted so (unsent). A 503
+// counts as refused, apart from errors.
 func openLoop(client *http.Client, t target, rate int, d time.Duration, maxInFlight int) result {
 	var mu sync.Mutex
 	var total result
@@ -174,29 +250,17 @@ func openLoop(client *http.Client, t target, rate int, d time.Duration, maxInFli
 		case sem <- struct{}{}:
 		default:
 			mu.Lock()
-			total.errs++
-			total.noteBad("over the in-flight bound: not sent")
+			total.unsent++
 			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ok, why, err := t.do(context.Background(), client)
+			o, why, err := t.do(context.Background(), client)
 			lat := time.Since(due)
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case err != nil:
-				total.errs++
-				total.noteBad(err.Error())
-				return
-			case ok:
-				total.ok++
-			default:
-				total.bad++
-				total.noteBad(why)
-			}
-			total.lat = append(total.lat, lat)
+			total.count(o, why, err, lat)
 		})
 	}
 	wg.Wait()

@@ -88,7 +88,7 @@ func runOne(args []string, out io.Writer) error {
 	if *workers < 1 || *workers > 2000 || *dur <= 0 || *dur > 5*time.Minute {
 		return errors.New("-c must be 1..2000 and -d within (0, 5m]")
 	}
-	client := newClient(*workers, 30*time.Second)
+	client := newClient(*workers, 0, 30*time.Second, nil)
 	health := target{method: http.MethodGet, url: u.Scheme + "://" + u.Host + "/healthz"}
 	base := closedLoop(client, health, *workers, *dur)
 	soap := closedLoop(client, soapTarget(*endpoint, body, *want), *workers, *dur)
@@ -98,8 +98,9 @@ func runOne(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "ratio: throughput %.2f× lower, p50 %.2f× higher than the baseline\n",
 			base.rps()/soap.rps(), float64(soap.pct(0.5))/float64(max(base.pct(0.5), 1)))
 	}
-	if soap.bad > 0 || soap.errs > 0 {
-		return fmt.Errorf("%d bad replies, %d transport errors; the first: %s", soap.bad, soap.errs, soap.firstBad)
+	if soap.bad > 0 || soap.errs > 0 || soap.refused > 0 {
+		return fmt.Errorf("%d bad replies, %d refused (503), %d transport errors; the first: %s", soap.bad, soap.refused, soap.errs,
+			soap.firstBad+soap.firstRefused)
 	}
 	return nil
 }

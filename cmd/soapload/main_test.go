@@ -96,7 +96,9 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	for _, s := range rep.Scenarios {
 		scen[s.Name] = s
 	}
-	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-relay-8", "slowgw-bridge-8", "slowgw-open-40"}
+	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-relay-8", "slowgw-bridge-8", "slowgw-open-40",
+		"slowgw-cold-50", "slowgw-cold-50-limit20"}
+	assert.Contains(t, ratios, "cold start, open loop 50/s, max_calls_in_progress 20: made")
 	_, _, phpErr := phpTools()
 	if phpErr == nil {
 		want = append(want, "php-touch", "php-paymentStatus", "slowgw-php-8")
@@ -126,7 +128,7 @@ func TestSuiteQuickReportShape(t *testing.T) {
 }
 
 func TestSuiteRefusesUnboundedRuns(t *testing.T) {
-	for _, args := range [][]string{{"-d", "10m"}, {"-d", "0s"}, {"-rounds", "0"}, {"-slow-clients", "0"}, {"-php", "maybe"}, {"-only", "("}} {
+	for _, args := range [][]string{{"-d", "10m"}, {"-d", "0s"}, {"-rounds", "0"}, {"-slow-clients", "0"}, {"-php", "maybe"}, {"-only", "("}, {"-max-conns", "0"}, {"-cold-rates", "x"}, {"-cold-limits", "0"}} {
 		err := run(args, io.Discard)
 		require.Error(t, err, args)
 	}

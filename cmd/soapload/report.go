@@ -43,6 +43,15 @@ type scenarioReport struct {
 	OK     int `json:"ok"`
 	Bad    int `json:"bad"`
 	Errors int `json:"errors"`
+	// Refused: 503 replies (an overloaded server refusing at once),
+	// apart from errors; NeverSent: open-loop calls due while the client's
+	// in-flight bound was full.
+	Refused   int `json:"refused"`
+	NeverSent int `json:"never_sent"`
+	// The most connections the client had open, and (cold scenarios) the
+	// most descriptors the fresh bridge had open; the largest round.
+	PeakClientConns int64 `json:"peak_client_connections,omitempty"`
+	PeakBridgeFDs   int64 `json:"peak_bridge_fds,omitempty"`
 	// CPU seconds per 1000 good replies of every process that used any,
 	// over all rounds; "server" sums the scenario's server-side processes.
 	CPUPer1000 map[string]float64 `json:"cpu_s_per_1000_calls"`
@@ -71,6 +80,7 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 		Settings: map[string]any{
 			"duration": c.dur.String(), "rounds": c.rounds, "clients": c.clients, "slow_clients": c.slowClients,
 			"slow_delay": c.slowDelay.String(), "open_loop_rate": c.rate, "php_workers": c.phpWorkers, "quick": c.quick,
+			"max_conns": c.maxConns, "cold_rates": c.coldRates, "cold_limits": c.coldLimits,
 		},
 		Notes: b.notes,
 	}
@@ -101,6 +111,8 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 			p99 = append(p99, smp.res.pct(0.99).Seconds())
 			p999 = append(p999, smp.res.pct(0.999).Seconds())
 			sr.OK, sr.Bad, sr.Errors = sr.OK+smp.res.ok, sr.Bad+smp.res.bad, sr.Errors+smp.res.errs
+			sr.Refused, sr.NeverSent = sr.Refused+smp.res.refused, sr.NeverSent+smp.res.unsent
+			sr.PeakClientConns, sr.PeakBridgeFDs = max(sr.PeakClientConns, smp.res.peakConns), max(sr.PeakBridgeFDs, smp.serverFDs)
 			for g, t := range smp.cpu {
 				ticks[g] += t
 			}
@@ -110,7 +122,11 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 		}
 		sr.Throughput, sr.P50, sr.P99, sr.P999 = median(sr.ThroughputRounds), median(p50), median(p99), median(p999)
 		var server int64
-		for _, g := range groups {
+		all := slices.Clone(groups)
+		if _, ok := ticks["bridge-cold"]; ok {
+			all = append(all, procGroup{name: "bridge-cold"})
+		}
+		for _, g := range all {
 			if ticks[g.name] > 0 || slices.Contains(s.server, g.name) || g.name == "client" {
 				sr.CPUPer1000[g.name] = float64(ticks[g.name]) / clockTicks / float64(max(sr.OK, 1)) * 1000
 			}
@@ -203,7 +219,54 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 	perRound(fmt.Sprintf("slow gateway, open loop %d/s: p99", c.rate), "s", "≤ 0.15",
 		func(m map[string]sample) (float64, bool) { return m[open].res.pct(0.99).Seconds(), true }, open)
 	perRound(fmt.Sprintf("slow gateway, open loop %d/s: failed calls", c.rate), "calls", "0",
-		func(m map[string]sample) (float64, bool) { return float64(m[open].res.bad + m[open].res.errs), true }, open)
+		func(m map[string]sample) (float64, bool) {
+			return float64(m[open].res.bad + m[open].res.errs + m[open].res.unsent), true
+		}, open)
+	perRound(fmt.Sprintf("slow gateway, open loop %d/s: refused calls (503)", c.rate), "calls", "",
+		func(m map[string]sample) (float64, bool) { return float64(m[open].res.refused), true }, open)
+	// Cold starts, each beside the warm open loop of the same round when
+	// the rates match.
+	bridgeCPU := func(smp sample, group string) float64 { // ms per made call
+		return float64(smp.cpu[group]) / clockTicks / float64(max(smp.res.ok, 1)) * 1000
+	}
+	for _, rate := range c.coldRates {
+		names := []string{fmt.Sprintf("slowgw-cold-%d", rate)}
+		labels := []string{fmt.Sprintf("cold start, open loop %d/s, no limit", rate)}
+		for _, n := range c.coldLimits {
+			names = append(names, fmt.Sprintf("slowgw-cold-%d-limit%d", rate, n))
+			labels = append(labels, fmt.Sprintf("cold start, open loop %d/s, max_calls_in_progress %d", rate, n))
+		}
+		for i, cold := range names {
+			label := labels[i]
+			val := func(name, unit string, f func(s sample) float64) {
+				perRound(label+": "+name, unit, "", func(m map[string]sample) (float64, bool) { return f(m[cold]), true }, cold)
+			}
+			val("made", "calls/s", func(s sample) float64 { return s.res.rps() })
+			val("refused (503)", "calls", func(s sample) float64 { return float64(s.res.refused) })
+			val("never sent", "calls", func(s sample) float64 { return float64(s.res.unsent) })
+			val("failed", "calls", func(s sample) float64 { return float64(s.res.bad + s.res.errs) })
+			val("p99 of made", "s", func(s sample) float64 { return s.res.pct(0.99).Seconds() })
+			val("bridge CPU per made call", "ms", func(s sample) float64 { return bridgeCPU(s, "bridge-cold") })
+			val("client connections (peak)", "conns", func(s sample) float64 { return float64(s.res.peakConns) })
+			val("bridge fds (peak)", "fds", func(s sample) float64 { return float64(s.serverFDs) })
+			if rate != c.rate {
+				continue
+			}
+			perRound(label+": made / warm made", "×", "≥ 0.9", func(m map[string]sample) (float64, bool) {
+				return m[cold].res.rps() / m[open].res.rps(), m[open].res.rps() > 0
+			}, cold, open)
+			perRound(label+": p99 of made / warm p99", "×", "≤ 3", func(m map[string]sample) (float64, bool) {
+				return m[cold].res.pct(0.99).Seconds() / m[open].res.pct(0.99).Seconds(), m[open].res.pct(0.99) > 0
+			}, cold, open)
+			perRound(label+": bridge CPU per made call / warm", "×", "≤ 1.2", func(m map[string]sample) (float64, bool) {
+				return bridgeCPU(m[cold], "bridge-cold") / bridgeCPU(m[open], "bridge-slowgw"), m[open].res.ok > 0 && m[cold].res.ok > 0
+			}, cold, open)
+		}
+	}
+	perRound(fmt.Sprintf("slow gateway, open loop %d/s (warm): ms bridge CPU per made call", c.rate), "ms", "",
+		func(m map[string]sample) (float64, bool) {
+			return bridgeCPU(m[open], "bridge-slowgw"), m[open].res.ok > 0
+		}, open)
 	return r
 }
 
@@ -222,7 +285,7 @@ func (r *report) writeTable(out io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tload\treq/s\tp50\tp99\tp99.9\tok/bad/err\tCPU s per 1000 calls\tpeak RSS MB")
+	fmt.Fprintln(tw, "scenario\tload\treq/s\tp50\tp99\tp99.9\tok/bad/err/refused/unsent\tCPU s per 1000 calls\tpeak RSS MB\tconns")
 	for _, s := range r.Scenarios {
 		load := fmt.Sprintf("%d clients", s.Clients)
 		if s.Rate > 0 {
@@ -246,8 +309,15 @@ func (r *report) writeTable(out io.Writer) {
 		for _, n := range rssNames {
 			rss = append(rss, fmt.Sprintf("%s %.0f", n, float64(s.PeakRSS[n])/(1<<20)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", s.Name, load, s.Throughput,
-			dur(s.P50), dur(s.P99), dur(s.P999), s.OK, s.Bad, s.Errors, strings.Join(cpu, ", "), strings.Join(rss, ", "))
+		conns := ""
+		if s.PeakClientConns > 0 {
+			conns = fmt.Sprintf("client %d", s.PeakClientConns)
+		}
+		if s.PeakBridgeFDs > 0 {
+			conns += fmt.Sprintf(", bridge fds %d", s.PeakBridgeFDs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d/%d/%d/%d/%d\t%s\t%s\t%s\n", s.Name, load, s.Throughput,
+			dur(s.P50), dur(s.P99), dur(s.P999), s.OK, s.Bad, s.Errors, s.Refused, s.NeverSent, strings.Join(cpu, ", "), strings.Join(rss, ", "), conns)
 	}
 	tw.Flush()
 	for _, n := range r.Notes {

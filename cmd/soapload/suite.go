@@ -39,6 +39,9 @@ type suiteConfig struct {
 	quick       bool
 	keep        bool
 	only        *regexp.Regexp // nil: every scenario
+	maxConns    int            // the client's own cap on open connections per server
+	coldRates   []int          // open-loop rates of the cold-start scenarios
+	coldLimits  []int          // max_calls_in_progress of the cold-start scenarios with a limit
 }
 
 // The demo merchant of the sandbox and the bridge.
@@ -70,6 +73,9 @@ func runSuite(args []string, out io.Writer) error {
 	fs.BoolVar(&c.quick, "quick", false, "smoke run: tiny durations and client counts (CI); explicit flags still apply")
 	only := fs.String("only", "", "run only the scenarios whose name matches this regular expression, unanchored as go test -run (e.g. '^slowgw-.*-2000$')")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (servers' logs and configurations) for a look afterwards")
+	fs.IntVar(&c.maxConns, "max-conns", 4000, "most connections the load client opens to one server (a request over it waits in the client, counted from when it was due)")
+	coldRates := fs.String("cold-rates", "2000,4000", "open-loop rates (calls/s) of the cold-start scenarios slowgw-cold-R: a bridge started fresh on the slow gateway, loaded at once; empty: none")
+	coldLimits := fs.String("cold-limits", "1000", "max_calls_in_progress of the cold-start scenarios slowgw-cold-R-limitN (slowgw-cold-R itself runs without a limit); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +100,23 @@ func runSuite(args []string, out io.Writer) error {
 		}
 		c.only = re
 	}
+	var err error
+	if c.coldRates, err = intList("-cold-rates", *coldRates, 1, 50000); err != nil {
+		return err
+	}
+	if c.coldLimits, err = intList("-cold-limits", *coldLimits, 1, 100000); err != nil {
+		return err
+	}
+	if c.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["cold-rates"] {
+			c.coldRates = []int{50}
+		}
+		if !set["cold-limits"] {
+			c.coldLimits = []int{20}
+		}
+	}
 	for f := range strings.SplitSeq(*slow, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 5000 {
@@ -116,6 +139,8 @@ func runSuite(args []string, out io.Writer) error {
 		return errors.New("-php-workers must be 1..500")
 	case c.slowDelay < 0 || c.slowDelay > 10*time.Second:
 		return errors.New("-slow-delay must be within [0, 10s]")
+	case c.maxConns < 1 || c.maxConns > 60000:
+		return errors.New("-max-conns must be 1..60000")
 	}
 	rep, err := c.run(out)
 	if err != nil {
@@ -135,6 +160,23 @@ func runSuite(args []string, out io.Writer) error {
 	return nil
 }
 
+// intList parses a comma-separated list of integers within lo..hi
+// (empty: none).
+func intList(flagName, v string, lo, hi int) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%s: %q is not within %d..%d", flagName, f, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // bench is the running set-up of one harness run.
 type bench struct {
 	cfg    suiteConfig
@@ -144,6 +186,10 @@ type bench struct {
 	groups []procGroup
 	scen   []scenario
 	notes  []string
+
+	bin, slowGW string // for the cold-start scenarios' fresh bridges
+	create      []byte
+	warmed      map[string]bool // the warm scenarios warmed up
 }
 
 // scenario is one load phase, run once per round.
@@ -154,17 +200,33 @@ type scenario struct {
 	clients int // closed loop
 	rate    int // open loop when > 0
 	server  []string
+	// cold: a bridge started fresh for the scenario on the slow gateway,
+	// with this max_calls_in_progress (0: none); its figures are "bridge-cold".
+	cold      bool
+	coldLimit int
+	// warm: before its first round, the scenario's bridge is warmed up
+	// unmeasured (a closed loop of warmClients for warmFor), so that the
+	// figure is the warm one even when -only runs it first.
+	warm bool
 }
+
+const (
+	warmFor     = 3 * time.Second
+	warmClients = 200
+)
 
 // sample is what one scenario measured in one round.
 type sample struct {
 	res  result
 	cpu  map[string]int64 // clock ticks by process group
 	peak map[string]int64 // VmHWM bytes by process group
+	// serverFDs: the cold bridge's most open descriptors (its connections
+	// and a few files), sampled every 100 ms.
+	serverFDs int64
 }
 
 func (c suiteConfig) run(out io.Writer) (*report, error) {
-	b := &bench{cfg: c}
+	b := &bench{cfg: c, warmed: map[string]bool{}}
 	defer b.close()
 	var err error
 	if b.dir, err = os.MkdirTemp("", "soapload-"); err != nil {
@@ -211,6 +273,17 @@ func (c suiteConfig) run(out io.Writer) (*report, error) {
 
 // measure runs s once, reading every process's CPU and peak memory around it.
 func (b *bench) measure(s scenario, groups []procGroup) sample {
+	// Warmed up before the readings: the warm-up is not measured.
+	if s.warm && !b.warmed[s.name] {
+		cl := newClient(warmClients, b.cfg.maxConns, 30*time.Second, nil)
+		closedLoop(cl, s.t, min(warmClients, max(1, s.rate/10)), min(warmFor, b.cfg.dur))
+		cl.CloseIdleConnections()
+		b.warmed[s.name] = true
+		time.Sleep(200 * time.Millisecond)
+	}
+	if s.cold {
+		return b.measureCold(s, groups)
+	}
 	smp := sample{cpu: map[string]int64{}, peak: map[string]int64{}}
 	before := map[string]int64{}
 	for _, g := range groups {
@@ -218,11 +291,13 @@ func (b *bench) measure(s scenario, groups []procGroup) sample {
 		before[g.name] = g.cpuTicks()
 	}
 	if s.rate > 0 {
-		cl := newClient(4096, 10*time.Second)
+		cc := &connCounter{}
+		cl := newClient(4096, b.cfg.maxConns, 10*time.Second, cc)
 		smp.res = openLoop(cl, s.t, s.rate, b.cfg.dur, min(max(64, s.rate*4), 20000))
+		smp.res.peakConns = cc.peak.Load()
 		cl.CloseIdleConnections()
 	} else {
-		cl := newClient(s.clients, 30*time.Second)
+		cl := newClient(s.clients, b.cfg.maxConns, 30*time.Second, nil)
 		smp.res = closedLoop(cl, s.t, s.clients, b.cfg.dur)
 		cl.CloseIdleConnections()
 	}
@@ -298,31 +373,8 @@ func (b *bench) setUp(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bridge := func(name, gateway string) (*child, string, error) {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		env := []string{
-			"SOAPBRIDGE_LISTEN=" + addr,
-			"SOAPBRIDGE_PUBLIC_URL=http://" + addr,
-			"SOAPBRIDGE_GATEWAY_URL=" + gateway + "/api",
-			"SOAPBRIDGE_DATABASE=" + filepath.Join(b.dir, name+".db"),
-			"SOAPBRIDGE_LOG_LEVEL=info", // production: one access-log line per call
-			"SOAPBRIDGE_GOID=" + strconv.FormatInt(demo.goid, 10),
-			"SOAPBRIDGE_CLIENT_ID=" + demo.clientID,
-			"SOAPBRIDGE_CLIENT_SECRET=" + demo.clientSecret,
-			"SOAPBRIDGE_SECURE_KEY=" + demo.secureKey,
-			// Every client of the harness comes from 127.0.0.1: the
-			// per-address cap (meant for the open internet) would refuse
-			// the 1000- and 2000-client scenarios. The total cap stays.
-			"SOAPBRIDGE_MAX_CONNECTIONS_PER_IP=0",
-			"SOAPBRIDGE_ADMIN_LISTEN=off", // two bridges run; the harness reads /proc, not /metrics
-		}
-		c, addr, err := b.start(name, []string{filepath.Join(bin, "soapbridge")}, env, regexp.MustCompile(`"msg":"listening".*?"addr":"([^"]+)"`))
-		return c, "http://" + addr + soapPath, err
-	}
+	b.bin, b.slowGW = bin, slowGW
+	bridge := func(name, gateway string) (*child, string, error) { return b.bridge(name, gateway) }
 	fast, fastURL, err := bridge("bridge", sandboxURL)
 	if err != nil {
 		return err
@@ -331,6 +383,40 @@ func (b *bench) setUp(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return b.setUpScenarios(out, ctx, sb, ceil, proxy, relay, fast, slow, sandboxURL, ceilAddr, relayAddr, slowGW, fastURL, slowURL)
+}
+
+// bridge starts a bridge named name on gateway, with extra environment.
+func (b *bench) bridge(name, gateway string, extra ...string) (*child, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := []string{
+		"SOAPBRIDGE_LISTEN=" + addr,
+		"SOAPBRIDGE_PUBLIC_URL=http://" + addr,
+		"SOAPBRIDGE_GATEWAY_URL=" + gateway + "/api",
+		"SOAPBRIDGE_DATABASE=" + filepath.Join(b.dir, name+".db"),
+		"SOAPBRIDGE_LOG_LEVEL=info", // production: one access-log line per call
+		"SOAPBRIDGE_GOID=" + strconv.FormatInt(demo.goid, 10),
+		"SOAPBRIDGE_CLIENT_ID=" + demo.clientID,
+		"SOAPBRIDGE_CLIENT_SECRET=" + demo.clientSecret,
+		"SOAPBRIDGE_SECURE_KEY=" + demo.secureKey,
+		// Every client of the harness comes from 127.0.0.1: the
+		// per-address cap (meant for the open internet) would refuse
+		// the 1000- and 2000-client scenarios. The total cap stays.
+		"SOAPBRIDGE_MAX_CONNECTIONS_PER_IP=0",
+		"SOAPBRIDGE_ADMIN_LISTEN=off", // two bridges run; the harness reads /proc, not /metrics
+	}
+	env = append(env, extra...)
+	c, addr, err := b.start(name, []string{filepath.Join(b.bin, "soapbridge")}, env, regexp.MustCompile(`"msg":"listening".*?"addr":"([^"]+)"`))
+	return c, "http://" + addr + soapPath, err
+}
+
+func (b *bench) setUpScenarios(out io.Writer, ctx context.Context, sb, ceil, proxy, relay, fast, slow *child,
+	sandboxURL, ceilAddr, relayAddr, slowGW, fastURL, slowURL string) error {
+	_ = ctx
 	b.groups = []procGroup{
 		{name: "bridge", pid: fast.pid()}, {name: "bridge-slowgw", pid: slow.pid()},
 		{name: "sandbox", pid: sb.pid()}, {name: "ceiling", pid: ceil.pid()}, {name: "slowgw", pid: proxy.pid()},
@@ -343,6 +429,7 @@ func (b *bench) setUp(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	b.create = create
 	fastID, err := createPayment(fastURL, create)
 	if err != nil {
 		return fmt.Errorf("createPayment through the bridge: %w", err)
@@ -402,7 +489,15 @@ func (b *bench) setUp(out io.Writer) error {
 			add(scenario{name: fmt.Sprintf("slowgw-php-%d", n), what: fmt.Sprintf("%d clients, paymentStatus through the PHP adapter on the slow gateway", n), t: soapTarget(b.php.url+"/slow/", slowStatus, "CALL_COMPLETED"), clients: n, server: []string{"nginx", "php-fpm", "slowgw", "sandbox"}})
 		}
 	}
-	add(scenario{name: fmt.Sprintf("slowgw-open-%d", b.cfg.rate), what: fmt.Sprintf("open loop, %d paymentStatus calls/s through the bridge on the slow gateway", b.cfg.rate), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), rate: b.cfg.rate, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
+	add(scenario{name: fmt.Sprintf("slowgw-open-%d", b.cfg.rate), what: fmt.Sprintf("open loop, %d paymentStatus calls/s through the bridge on the slow gateway", b.cfg.rate), t: soapTarget(slowURL, slowStatus, "CALL_COMPLETED"), rate: b.cfg.rate, warm: true, server: []string{"bridge-slowgw", "slowgw", "sandbox"}})
+	for _, r := range b.cfg.coldRates {
+		add(scenario{name: fmt.Sprintf("slowgw-cold-%d", r), what: fmt.Sprintf("a bridge started fresh (no limit on calls in progress), at once an open loop of %d paymentStatus calls/s on the slow gateway", r),
+			rate: r, cold: true, server: []string{"bridge-cold", "slowgw", "sandbox"}})
+		for _, n := range b.cfg.coldLimits {
+			add(scenario{name: fmt.Sprintf("slowgw-cold-%d-limit%d", r, n), what: fmt.Sprintf("a bridge started fresh with max_calls_in_progress %d, at once an open loop of %d paymentStatus calls/s on the slow gateway", n, r),
+				rate: r, cold: true, coldLimit: n, server: []string{"bridge-cold", "slowgw", "sandbox"}})
+		}
+	}
 	return nil
 }
 

@@ -235,6 +235,7 @@ func exported(t *testing.T) map[string]map[string][]string {
 	m.SetDependencyUp(metrics.DependencyStore, true)
 	m.SetReadiness(func() bool { return true })
 	m.SetConnections(func() metrics.ConnStats { return metrics.ConnStats{Open: 1, Max: 10} })
+	m.SetOverload(func() metrics.OverloadStats { return metrics.OverloadStats{InProgress: 1, Max: 10} })
 	m.SetStoreCounts(store.OutboxCounts{}, store.LedgerCounts{InDoubt: 1, InDoubtByOperation: map[string]int{"refundPayment": 1}})
 	m.Store(nil) // the store histograms
 	mfs, err := m.Registry.Gather()
@@ -271,7 +272,7 @@ var prometheusSeries = map[string][]string{"up": {"container", "endpoint", "job"
 
 // closedLabels are labels whose values the bridge fixes (not merchants,
 // operations or endpoints): a matcher's value must be one it exports.
-var closedLabels = map[string]bool{"dependency": true, "result": true, "outcome": true, "state": true}
+var closedLabels = map[string]bool{"dependency": true, "result": true, "outcome": true, "state": true, "route": true}
 
 func TestPrometheusRule(t *testing.T) {
 	b := loadBase(t)

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/metrics"
+	"github.com/legacybridge/soapbridge/soapenc"
+)
+
+// Degrade, don't collapse: offered more than it can serve, the bridge
+// keeps making calls at its capacity and refuses the rest at once and
+// cheaply, instead of letting every call wait in a growing queue (and
+// every waiting call cost CPU, memory and a connection) until none
+// answers in time. The limit is on requests in progress on the public
+// listener: one that finds max_calls_in_progress under way waits at most
+// overload_wait for a slot, then gets 503 (a SOAP call: a SOAP 1.1 Server
+// fault) with Retry-After: 1 and Connection: close. /healthz is never
+// refused (a balancer must not take a busy replica for a dead one), nor is
+// the admin listener (a separate server).
+
+// overloadLimiter is the admission limit, an http.Handler around the
+// public router.
+type overloadLimiter struct {
+	next     http.Handler
+	max      int
+	wait     time.Duration
+	soapPath string
+	log      *zap.Logger
+
+	slots      chan struct{} // nil: no limit (max 0), only counted
+	inProgress atomic.Int64
+	refused    [len(metrics.OverloadRoutes)]atomic.Int64
+	timers     sync.Pool    // *time.Timer, for the wait: a refusal allocates nothing
+	loggedAt   atomic.Int64 // unix nanoseconds of the last warning
+	loggedN    atomic.Int64 // refusals when it was written
+	fault      []byte       // the SOAP fault of a refused call, made once
+	page       []byte       // the plain-text page of anything else
+	faultLen   []string     // its Content-Length value
+	pageLen    []string
+}
+
+// Route indexes of metrics.OverloadRoutes.
+const (
+	routeSOAP = iota
+	routeCallback
+	routeOther
+)
+
+// Header values of a refusal, shared (read-only) by every refused reply
+// so that none allocates.
+var (
+	retryAfterOne = []string{"1"}
+	connClose     = []string{"close"}
+	textXML       = []string{"text/xml; charset=utf-8"}
+	textPlain     = []string{"text/plain; charset=utf-8"}
+)
+
+// overloadLogEvery is the most often a refusal is logged: a flood of
+// refusals must not flood the log (the counter has every one).
+const overloadLogEvery = 10 * time.Second
+
+// limitCalls wraps next (the public router) in the admission limit of
+// cfg, and registers its metrics with met (when not nil).
+func limitCalls(cfg Config, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
+	o := newOverloadLimiter(cfg.MaxCallsInProgress, cfg.OverloadWait, cfg.SOAPPath, log.Named("http"), next)
+	if met != nil {
+		met.SetOverload(o.stats)
+	}
+	return o
+}
+
+func newOverloadLimiter(max int, wait time.Duration, soapPath string, log *zap.Logger, next http.Handler) *overloadLimiter {
+	o := &overloadLimiter{next: next, max: max, wait: wait, soapPath: soapPath, log: log}
+	if max <= 0 {
+		log.Info("no limit on calls in progress (max_calls_in_progress 0)")
+		return o
+	}
+	o.slots = make(chan struct{}, max)
+	text := fmt.Sprintf("server busy: %d calls in progress (the bridge's limit); nothing was done, retry in a second", max)
+	rec := httptest.NewRecorder()
+	_ = soapenc.WriteFault(rec, &soapenc.Fault{Code: soapenc.FaultServer, String: text})
+	o.fault = rec.Body.Bytes()
+	o.page = []byte(text + "\n")
+	o.faultLen, o.pageLen = []string{strconv.Itoa(len(o.fault))}, []string{strconv.Itoa(len(o.page))}
+	log.Info(fmt.Sprintf("at most %d calls in progress (max_calls_in_progress); one more waits up to %v (overload_wait), then gets 503",
+		max, wait))
+	return o
+}
+
+func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" {
+		o.next.ServeHTTP(w, r)
+		return
+	}
+	if o.slots != nil && !o.admit() {
+		o.refuse(w, r)
+		return
+	}
+	o.inProgress.Add(1)
+	defer o.done()
+	o.next.ServeHTTP(w, r)
+}
+
+func (o *overloadLimiter) done() {
+	o.inProgress.Add(-1)
+	if o.slots != nil {
+		<-o.slots
+	}
+}
+
+// admit takes a slot, waiting for one at most o.wait.
+func (o *overloadLimiter) admit() bool {
+	select {
+	case o.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if o.wait <= 0 {
+		return false
+	}
+	t, _ := o.timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(o.wait)
+	} else {
+		t.Reset(o.wait)
+	}
+	defer o.timers.Put(t)
+	select {
+	case o.slots <- struct{}{}:
+		t.Stop()
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// route is the refusal's label: a SOAP call, a gateway callback, or other.
+func (o *overloadLimiter) route(r *http.Request) int {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == o.soapPath:
+		return routeSOAP
+	case strings.HasPrefix(r.URL.Path, "/callback/"):
+		return routeCallback
+	}
+	return routeOther
+}
+
+// refuse answers 503 at once: a SOAP 1.1 Server fault to a SOAP call (a
+// legacy client reads nothing else; PHP's SoapClient throws it as a
+// SoapFault), a short page to the rest; Retry-After: 1 and Connection:
+// close on both (a client that retries comes back on a new connection,
+// which the listener's caps see). Nothing is allocated: the bodies and
+// header values are made once.
+func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
+	route := o.route(r)
+	n := o.refused[route].Add(1)
+	h := w.Header()
+	h["Retry-After"] = retryAfterOne
+	h["Connection"] = connClose
+	body, length, ctype := o.page, o.pageLen, textPlain
+	if route == routeSOAP {
+		body, length, ctype = o.fault, o.faultLen, textXML
+	}
+	h["Content-Type"] = ctype
+	h["Content-Length"] = length
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(body)
+	o.warn(route, n)
+}
+
+// warn logs a refusal at most once per overloadLogEvery, with the count
+// since the last line.
+func (o *overloadLimiter) warn(route int, n int64) {
+	now := time.Now().UnixNano()
+	last := o.loggedAt.Load()
+	if now-last < int64(overloadLogEvery) || !o.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	total := o.totalRefused()
+	since := total - o.loggedN.Swap(total)
+	o.log.Warn("overloaded: refusing calls with 503 (max_calls_in_progress reached for overload_wait)",
+		zap.Int("max_calls_in_progress", o.max), zap.Int64("in_progress", o.inProgress.Load()),
+		zap.Int64("refused_since_last_line", since), zap.Int64("refused_so_far", total),
+		zap.String("route", metrics.OverloadRoutes[route]), zap.Int64("route_refused_so_far", n))
+}
+
+func (o *overloadLimiter) totalRefused() int64 {
+	var t int64
+	for i := range o.refused {
+		t += o.refused[i].Load()
+	}
+	return t
+}
+
+// stats are the limiter's figures for the metrics.
+func (o *overloadLimiter) stats() metrics.OverloadStats {
+	s := metrics.OverloadStats{InProgress: o.inProgress.Load(), Max: o.max}
+	for i := range o.refused {
+		s.Refused[i] = o.refused[i].Load()
+	}
+	return s
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/legacybridge/soapbridge/internal/metrics"
+)
+
+// heldHandler answers 200 "done" once release is closed, and tells of each
+// request it holds on held.
+type heldHandler struct {
+	held    chan string
+	release chan struct{}
+}
+
+func newHeldHandler() *heldHandler {
+	return &heldHandler{held: make(chan string, 100), release: make(chan struct{})}
+}
+
+func (h *heldHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.held <- r.URL.Path
+	<-h.release
+	_, _ = io.WriteString(w, "done")
+}
+
+// The limit of 2: two calls held, the third (a SOAP POST) waits
+// overload_wait and gets a 503 Server fault with Retry-After and
+// Connection: close, a GET a 503 page, a callback too, /healthz passes;
+// each refusal is counted by route; once the two are answered, calls pass
+// again. The order is set by the held handler, not by timing.
+func TestOverloadRefusesBeyondTheLimit(t *testing.T) {
+	h := newHeldHandler()
+	o := newOverloadLimiter(2, 10*time.Millisecond, soapPath, zap.NewNop(), h)
+	var wg sync.WaitGroup
+	codes := make(chan int, 2)
+	for range 2 {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
+			codes <- rec.Code
+		})
+	}
+	<-h.held
+	<-h.held
+	assert.Equal(t, int64(2), o.stats().InProgress)
+
+	rec := httptest.NewRecorder()
+	o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.Equal(t, "close", rec.Header().Get("Connection"))
+	assert.Equal(t, "text/xml; charset=utf-8", rec.Header().Get("Content-Type"))
+	assert.Contains(t, rec.Body.String(), "<faultcode>soapenv:Server</faultcode>")
+	assert.Contains(t, rec.Body.String(), "server busy: 2 calls in progress")
+	assert.Equal(t, rec.Header().Get("Content-Length"), strconv.Itoa(rec.Body.Len()))
+
+	rec = httptest.NewRecorder()
+	o.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, soapPath+"?wsdl", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "text/plain; charset=utf-8", rec.Header().Get("Content-Type"))
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.Contains(t, rec.Body.String(), "server busy")
+
+	rec = httptest.NewRecorder()
+	o.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/callback/notify?id=1", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+
+	// /healthz is never refused: it reaches the handler while the slots
+	// are full.
+	hz := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		hz <- rec.Code
+	}()
+	assert.Equal(t, "/healthz", <-h.held)
+	close(h.release)
+	assert.Equal(t, http.StatusOK, <-hz)
+
+	wg.Wait()
+	assert.Equal(t, http.StatusOK, <-codes)
+	assert.Equal(t, http.StatusOK, <-codes)
+	s := o.stats()
+	assert.Equal(t, metrics.OverloadStats{InProgress: 0, Max: 2, Refused: [3]int64{1, 1, 1}}, s)
+
+	// Free again: calls pass.
+	go func() {
+		for range h.held {
+		}
+	}()
+	for range 3 {
+		rec = httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
+		assert.Equal(t, http.StatusOK, rec.Code)
+	}
+}
+
+// A call that waits for a slot gets the one freed within overload_wait.
+func TestOverloadWaitTakesAFreedSlot(t *testing.T) {
+	h := newHeldHandler()
+	o := newOverloadLimiter(1, time.Minute, soapPath, zap.NewNop(), h)
+	first := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, nil))
+		first <- rec.Code
+	}()
+	<-h.held
+	second := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, nil))
+		second <- rec.Code
+	}()
+	close(h.release) // the first answers; the second, waiting or not yet, gets its slot
+	assert.Equal(t, http.StatusOK, <-first)
+	<-h.held
+	assert.Equal(t, http.StatusOK, <-second)
+	assert.Equal(t, [3]int64{}, o.stats().Refused)
+}
+
+// reusedWriter is a ResponseWriter that keeps its header map and discards
+// the body: what the refusal itself allocates is measured, not a recorder's.
+type reusedWriter struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func (w *reusedWriter) Header() http.Header         { return w.h }
+func (w *reusedWriter) WriteHeader(code int)        { w.code = code }
+func (w *reusedWriter) Write(b []byte) (int, error) { w.n += len(b); return len(b), nil }
+
+// A refusal allocates nothing, at once (overload_wait 0) or after the wait
+// (its timer comes from a pool): under overload, the refused calls must
+// not take the CPU the admitted ones need. Allocations are exact on any
+// machine: this cannot flake.
+func TestOverloadRefusalAllocatesNothing(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	for _, wait := range []time.Duration{0, 50 * time.Microsecond} {
+		o := newOverloadLimiter(1, wait, soapPath, zap.NewNop(), http.NotFoundHandler())
+		o.slots <- struct{}{} // the one slot is taken
+		o.loggedAt.Store(time.Now().Add(time.Hour).UnixNano())
+		w := &reusedWriter{h: http.Header{}}
+		soap := httptest.NewRequest(http.MethodPost, soapPath, nil)
+		page := httptest.NewRequest(http.MethodGet, "/gw/pay-full-v2", nil)
+		allocs := testing.AllocsPerRun(200, func() {
+			o.ServeHTTP(w, soap)
+			o.ServeHTTP(w, page)
+		})
+		assert.Zero(t, allocs, "allocations per refusal pair, overload_wait %v", wait)
+		assert.Equal(t, http.StatusServiceUnavailable, w.code)
+		assert.Equal(t, int64(2*201), o.totalRefused())
+	}
+}
+
+// With no limit (0) nothing is refused, and calls in progress are still
+// counted.
+func TestOverloadOffCountsOnly(t *testing.T) {
+	h := newHeldHandler()
+	o := newOverloadLimiter(0, 0, soapPath, zap.NewNop(), h)
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, nil))
+			assert.Equal(t, http.StatusOK, rec.Code)
+		})
+	}
+	for range 5 {
+		<-h.held
+	}
+	assert.Equal(t, metrics.OverloadStats{InProgress: 5}, o.stats())
+	close(h.release)
+	wg.Wait()
+	assert.Equal(t, int64(0), o.stats().InProgress)
+}
+
+func TestOverloadSettingsChecked(t *testing.T) {
+	for _, v := range []string{"-max-calls-in-progress=-1", "-overload-wait=-1s", "-overload-wait=11s"} {
+		_, err := loadConfig([]string{v}, envOf(nil))
+		require.Error(t, err, v)
+	}
+	cfg, err := loadConfig(nil, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 1000, cfg.MaxCallsInProgress)
+	assert.Equal(t, 50*time.Millisecond, cfg.OverloadWait)
+}

@@ -1,0 +1,55 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The admission limit on calls in progress (cmd/soapbridge/overload.go):
+// its gauges and refusals, read from the limiter's atomics at scrape time,
+// so that a refusal costs the limiter an atomic increment and nothing here.
+
+// OverloadRoutes are the values of soapbridge_overload_refusals_total's
+// route label, in the order of OverloadStats.Refused: a SOAP call (a POST
+// to the SOAP path), the gateway's callbacks (/callback/…), anything else
+// (WSDL, browser flows, unknown paths).
+var OverloadRoutes = [3]string{"soap", "callback", "other"}
+
+// OverloadStats are the limiter's figures.
+type OverloadStats struct {
+	InProgress int64 // calls admitted and not answered yet
+	Max        int   // the limit (max_calls_in_progress); 0: no limit
+	Refused    [len(OverloadRoutes)]int64
+}
+
+var (
+	inProgressDesc = prometheus.NewDesc("soapbridge_calls_in_progress",
+		"Requests of the public listener admitted and not answered yet (/healthz not counted).", nil, nil)
+	inProgressMaxDesc = prometheus.NewDesc("soapbridge_calls_in_progress_max",
+		"The limit on requests in progress (max_calls_in_progress); absent when there is none.", nil, nil)
+	overloadRefusedDesc = prometheus.NewDesc("soapbridge_overload_refusals_total",
+		"Requests refused at once with 503 because max_calls_in_progress were in progress for overload_wait, by route (soap, callback, other).",
+		[]string{"route"}, nil)
+)
+
+type overloadCollector struct{ stats func() OverloadStats }
+
+// SetOverload registers the limiter's series, read from stats() at every
+// scrape. Call it once.
+func (m *Metrics) SetOverload(stats func() OverloadStats) {
+	m.Registry.MustRegister(overloadCollector{stats})
+}
+
+func (c overloadCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inProgressDesc
+	ch <- inProgressMaxDesc
+	ch <- overloadRefusedDesc
+}
+
+func (c overloadCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(inProgressDesc, prometheus.GaugeValue, float64(s.InProgress))
+	if s.Max > 0 {
+		ch <- prometheus.MustNewConstMetric(inProgressMaxDesc, prometheus.GaugeValue, float64(s.Max))
+	}
+	for i, r := range OverloadRoutes {
+		ch <- prometheus.MustNewConstMetric(overloadRefusedDesc, prometheus.CounterValue, float64(s.Refused[i]), r)
+	}
+}
