@@ -163,8 +163,8 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		m = &merchantSums{rows: map[key]*sums{}, kinds: map[store.UsageKind]int{}}
 		sh.m[ev.GoID] = m
 	}
-	if ev.Result != ResultUnverified && ev.At.After(m.last) {
-		m.last = ev.At // a stranger's call moves no merchant's last call
+	if store.MerchantsCall(string(ev.Result)) && ev.At.After(m.last) {
+		m.last = ev.At // a stranger's call (unverified, denied) moves no merchant's last call
 	}
 	one := sums{1, ev.At, ev.At}
 	m.add(key{store.UsageCall, store.Clip(ev.Operation, maxOperation), string(ev.Result)}, one)
