@@ -42,7 +42,7 @@ func newRecorder(t testing.TB, st usage.Store, known ...int64) *usage.Recorder {
 	t.Helper()
 	cfg := usage.Config{Store: st, Every: time.Hour, Now: func() time.Time { return t0 }}
 	if len(known) > 0 {
-		cfg.Known = func(g int64) bool {
+		cfg.Known = func(_ context.Context, g int64) bool {
 			for _, k := range known {
 				if g == k {
 					return true
