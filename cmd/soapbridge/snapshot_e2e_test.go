@@ -303,3 +303,45 @@ func TestReloadStormUsageKeepsEachServedCall(t *testing.T) {
 	}
 	assert.Equal(t, served.Load(), recorded, "every call X served is in B's record, none dropped for a reload that came after it arrived")
 }
+
+// A refused reload changes no part of the snapshot: neither the metrics'
+// series, nor the merchants the report lists, nor the base the next reload
+// compares with (its log line names what changed from the configuration
+// in force, not from the refused one).
+func TestRefusedReloadChangesNoSnapshotPart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "refused.yaml")
+	usageStormConfig(t, path, true) // the demo merchant and shop B
+	b := startBridge(t, withConfigFile(path), withEnv("SOAPBRIDGE_METRICS_MERCHANT_LABELS=true"))
+	const goidD = "8123456792"
+	shopD := "  - goid: " + goidD + "\n    client_id: shop-d\n    client_secret: shop-d-secret\n    secure_key: %s\n"
+	base := fmt.Sprintf("merchants:\n  - goid: %s\n    client_id: %s\n    client_secret: %s\n    secure_key: %s\n",
+		demoGoID, demoClientID, demoClientSecret, demoSecureKey)
+	write := func(body string) {
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(body), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	labelled := func(goid string) bool {
+		return strings.Contains(getText(t, b.AdminURL+"/metrics"), `soapbridge_merchant_soap_calls_total{goid="`+goid+`"`)
+	}
+	listed := func(goid string) bool {
+		return strings.Contains(getText(t, b.AdminURL+"/report.json"), `"goid": `+goid)
+	}
+	require.True(t, labelled(stormGoidB))
+	require.True(t, listed(stormGoidB))
+
+	write(base + fmt.Sprintf(shopD, "short")) // B removed, D added with a key too short
+	b.signal(syscall.SIGHUP)
+	b.waitLog(1, "configuration reload refused")
+	assert.False(t, labelled(goidD), "no series for the refused reload's merchant")
+	assert.True(t, labelled(stormGoidB), "nor any dropped for the one it removed")
+	assert.False(t, listed(goidD), "the report lists the merchants in force")
+	assert.True(t, listed(stormGoidB))
+
+	write(base + fmt.Sprintf(shopD, shopBKey))
+	b.signal(syscall.SIGHUP)
+	b.waitLog(1, "configuration reloaded", `"added":[`+goidD+`]`, `"removed":[`+stormGoidB+`]`)
+	assert.True(t, labelled(goidD))
+	assert.False(t, labelled(stormGoidB))
+	assert.True(t, listed(goidD))
+}
