@@ -213,7 +213,7 @@ func (s *Service) why(c *call, r *refusal) Diagnosis {
 		if !s.diag.take() {
 			return Diagnosis{Code: ReasonNotDiagnosed, Text: "not diagnosed (rate): more refused signatures than the bridge explains per second"}
 		}
-		return s.diagnose(c.op, c.m, r.signed.sig, r.signed.alts)
+		return s.diagnose(s.set(c.ctx), c.op, c.m, r.signed.sig, r.signed.alts)
 	case r.badSig:
 		return Diagnosis{Code: ReasonNotDiagnosed, Text: "not diagnosed"}
 	case c.goid != nil && !c.known:
@@ -277,7 +277,7 @@ func concept(name string) string {
 
 // diagnose says why sig does not verify as m's signature over alts
 // (canonical first) for op. It is bounded (maxDiagKeys, maxDiagHashes).
-func (s *Service) diagnose(op string, m Merchant, sig string, alts [][]string) Diagnosis {
+func (s *Service) diagnose(set *MerchantSet, op string, m Merchant, sig string, alts [][]string) Diagnosis {
 	sig = strings.TrimSpace(sig)
 	if sig == "" {
 		return Diagnosis{Code: ReasonSignatureMissing, Field: "encryptedSignature",
@@ -319,10 +319,10 @@ func (s *Service) diagnose(op string, m Merchant, sig string, alts [][]string) D
 				Text: "signed with the merchant's previous secure key, accepted only until " + until +
 					" (previous_until, or 30 days after the bridge first saw it): the shop must sign with its current secure key"}
 		}
-		return s.diagnoseValues(op, m, key, h, alts)
+		return s.diagnoseValues(set, op, m, key, h, alts)
 	}
 	tried := 0
-	for _, o := range s.otherMerchants(m.GoID) {
+	for _, o := range otherMerchants(set, m.GoID) {
 		for _, key := range []string{o.SecureKey, o.PreviousSecureKey} {
 			if key == "" || tried == maxDiagKeys {
 				continue
@@ -338,10 +338,10 @@ func (s *Service) diagnose(op string, m Merchant, sig string, alts [][]string) D
 		Text: fmt.Sprintf("signed with no secure key of goid %d (nor of any merchant configured here): the shop's secure key is wrong or mistyped, or the call is forged; compare the shop's key with secure_key of goid %d", m.GoID, m.GoID)}
 }
 
-// otherMerchants are the configured merchants but goid, the first
-// maxDiagKeys by goid (a diagnosis tries them in a fixed order).
-func (s *Service) otherMerchants(goid int64) []Merchant {
-	set := s.current()
+// otherMerchants are the merchants of set (the one the call pinned, not
+// the one in force now) but goid, the first maxDiagKeys by goid (a
+// diagnosis tries them in a fixed order).
+func otherMerchants(set *MerchantSet, goid int64) []Merchant {
 	goids := make([]int64, 0, len(set.byGoID))
 	for g := range set.byGoID {
 		if g != goid {
@@ -401,12 +401,12 @@ type variant struct {
 // diagnoseValues: key is right (it decrypts sig to hash), so the shop
 // hashed other values; try the usual variants of alts, at most
 // maxDiagHashes, and name the first that verifies.
-func (s *Service) diagnoseValues(op string, m Merchant, key, hash string, alts [][]string) Diagnosis {
+func (s *Service) diagnoseValues(set *MerchantSet, op string, m Merchant, key, hash string, alts [][]string) Diagnosis {
 	if len(alts) == 0 {
 		return Diagnosis{Code: ReasonValuesDiffer, Text: "signed with the right secure key over other values"}
 	}
 	kind, names := kindOf(op, len(alts[0]))
-	vs := valueVariants(kind, names, alts, s.otherMerchants(m.GoID))
+	vs := valueVariants(kind, names, alts, otherMerchants(set, m.GoID))
 	n := 0
 	for _, v := range vs {
 		if n == maxDiagHashes {

@@ -383,3 +383,28 @@ func TestWhyRefusedReplay(t *testing.T) {
 	assert.Equal(t, ReasonReplay, told[0].Reason)
 	assert.Equal(t, int64(testGoID), told[0].GoID)
 }
+
+// The diagnosis reads the merchant set the call pinned, not the one in
+// force when it runs: a call pinned before a reload that removed the other
+// merchant still names that merchant's key, and one pinned to a set
+// without it does not, whatever is in force.
+func TestWhyReadsThePinnedMerchantSet(t *testing.T) {
+	s, logs, _ := whyService(t)
+	withOther := s.InForce()
+	alone, ps := s.Merchants(nil, []Merchant{withOther.byGoID[testGoID]}, 0)
+	require.Empty(t, ps)
+	sig := signedWith(t, otherSecureKey, sessionSent...)
+
+	s.Use(alone) // a reload dropped the other merchant
+	_, err := statusCall(s, WithMerchants(bg, withOther), sig)
+	require.NoError(t, err)
+	s.Use(withOther) // and one put it back
+	_, err = statusCall(s, WithMerchants(bg, alone), sig)
+	require.NoError(t, err)
+
+	var codes []any
+	for _, e := range logs.FilterMessage("request refused").All() {
+		codes = append(codes, e.ContextMap()["reason_code"])
+	}
+	assert.Equal(t, []any{ReasonKeyOtherMerchant, ReasonKeyUnknown}, codes, "each call diagnosed by the set it pinned")
+}

@@ -172,7 +172,14 @@ const overlapTimeout = 10 * time.Second
 //     the record is written (first seen is kept from the first writer).
 //
 // It fails only when the store cannot be read or written: a caller then
-// keeps the merchants in force (a reload is refused; a start fails).
+// keeps the merchants in force (a reload is refused; a start fails). Every
+// record is read before any is written, so a store that cannot be read
+// refuses a reload with nothing written; it is the last step of a reload
+// that can refuse (after every validation), so a reload refused for its
+// configuration writes nothing either. Only a write failing midway (the
+// store lost between two writes) leaves the records written before it:
+// first sightings and ends of a configuration not in force, which the
+// next reload of the same configuration would write alike.
 //
 // When the previous secure key stays the same, the time it last verified a
 // request is carried over from the merchant in force (old, nil at start).
@@ -180,6 +187,9 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), overlapTimeout)
 	defer cancel()
 	now := s.now()
+	if err := s.readOverlaps(ctx, ms); err != nil {
+		return err
+	}
 	for i := range ms {
 		m := &ms[i]
 		m.resolved = true
@@ -200,6 +210,33 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 	return nil
 }
 
+// readOverlaps reads the record of every previous key and secret of ms,
+// writing nothing: a problem names the first that cannot be read.
+func (s *Service) readOverlaps(ctx context.Context, ms []Merchant) error {
+	for i, m := range ms {
+		for _, p := range []struct{ kind, setting, previous string }{
+			{overlapKey, "previous_secure_key", m.PreviousSecureKey},
+			{overlapSecret, "previous_client_secret", m.PreviousClientSecret},
+		} {
+			if p.previous == "" {
+				continue
+			}
+			if _, err := s.store.KeyOverlap(ctx, m.GoID, p.kind, overlapID(p.kind, p.previous)); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return &Problem{fmt.Sprintf("merchants[%d].%s", i, p.setting), "the end of its overlap could not be read: " + err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// overlapID names previous, of kind, in key_overlaps.
+func overlapID(kind, previous string) string {
+	if kind == overlapKey {
+		return keyID(previous)
+	}
+	return credentialID("soapbridge "+kind, previous)
+}
+
 // resolveOverlap is when previous (of kind, configured as setting of the
 // i-th merchant m) stops being accepted; zero when there is none.
 func (s *Service) resolveOverlap(ctx context.Context, m *Merchant, i int, kind, setting, previous string, now time.Time) (time.Time, error) {
@@ -207,10 +244,7 @@ func (s *Service) resolveOverlap(ctx context.Context, m *Merchant, i int, kind, 
 		return time.Time{}, nil
 	}
 	key := fmt.Sprintf("merchants[%d].%s", i, setting)
-	id := credentialID("soapbridge "+kind, previous)
-	if kind == overlapKey {
-		id = keyID(previous)
-	}
+	id := overlapID(kind, previous)
 	want := func(firstSeen time.Time) time.Time {
 		if !m.previousUntil.IsZero() {
 			return m.previousUntil

@@ -2,9 +2,11 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/internal/testenv"
 	"github.com/legacybridge/soapbridge/restbackend"
 	"github.com/legacybridge/soapbridge/store"
 )
@@ -337,4 +340,68 @@ func TestCallPinnedToOneMerchantSet(t *testing.T) {
 	got, err = serve(bg, s, paymentStatusRow, sessionInfo(t, id))
 	require.NoError(t, err)
 	assert.Contains(t, *got.ResultDescription, "unknown targetGoId", "an unpinned call sees the set in force")
+}
+
+// overlapReadsFail is a store whose reads of goid's key overlaps fail (a
+// connection lost), the rest of it real.
+type overlapReadsFail struct {
+	store.Store
+	goid int64
+}
+
+func (s overlapReadsFail) KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (store.KeyOverlap, error) {
+	if goid == s.goid {
+		return store.KeyOverlap{}, errors.New("connection reset by peer")
+	}
+	return s.Store.KeyOverlap(ctx, goid, kind, keyID)
+}
+
+// A refused reload writes no key overlap, on SQLite and PostgreSQL: not
+// one refused for its configuration (a key changed without the one in
+// force kept), nor one refused because the store could not read a later
+// merchant's overlap after an earlier merchant's rotation was resolved.
+// One that applies records it.
+func TestRefusedReloadWritesNoKeyOverlap(t *testing.T) {
+	for name, dsn := range map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "k.db") },
+		"postgres": func(t *testing.T) string { return testenv.PostgresSchema(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			real := openObStore(t, dsn(t))
+			const otherGoID = testGoID + 1
+			clk := &fakeClock{t: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
+			cfg := unitConfig(t)
+			other := testMerchant()
+			other.GoID, other.ClientID = otherGoID, "other-client"
+			cfg.Merchants = append(cfg.Merchants, other)
+			cfg.Gateway, cfg.Store, cfg.Now = newFakeGateway(), overlapReadsFail{real, otherGoID}, clk.now
+			s, err := New(cfg)
+			require.NoError(t, err)
+			recorded := func() bool {
+				_, err := real.KeyOverlap(bg, testGoID, overlapKey, keyID(testSecureKey))
+				if errors.Is(err, store.ErrNotFound) {
+					return false
+				}
+				require.NoError(t, err)
+				return true
+			}
+
+			rotated := testMerchant()
+			rotated.SecureKey, rotated.PreviousSecureKey = newSecureKey, testSecureKey
+			dropped := other
+			dropped.SecureKey = newSecureKey // the key in force not kept
+			require.NotEmpty(t, setMerchants(s, []Merchant{rotated, dropped}, 0), "refused for its configuration")
+			assert.False(t, recorded(), "a reload refused for its configuration writes nothing")
+
+			alsoRotated := other
+			alsoRotated.SecureKey, alsoRotated.PreviousSecureKey = newSecureKey, other.SecureKey
+			ps := setMerchants(s, []Merchant{rotated, alsoRotated}, 0)
+			require.Len(t, ps, 1, "refused: the store cannot read the second merchant's overlap")
+			assert.Equal(t, "merchants[1].previous_secure_key", ps[0].Key)
+			assert.False(t, recorded(), "nor does one refused for the store, though the first merchant's rotation came before")
+
+			require.Empty(t, setMerchants(s, []Merchant{rotated, other}, 0))
+			assert.True(t, recorded(), "a reload that applies records its overlap")
+		})
+	}
 }

@@ -26,7 +26,7 @@ type usageRows interface {
 func recordedService(t *testing.T) (*Service, *fakeGateway, *usage.Recorder, usageRows, *observed) {
 	t.Helper()
 	us := memStore(t).(usageRows)
-	rec, err := usage.New(usage.Config{Store: us, Known: func(g int64) bool { return g == testGoID }})
+	rec, err := usage.New(usage.Config{Store: us, Known: func(_ context.Context, g int64) bool { return g == testGoID }})
 	require.NoError(t, err)
 	obs := &observed{}
 	gw := newFakeGateway()

@@ -193,6 +193,19 @@ func WithMerchants(ctx context.Context, set *MerchantSet) context.Context {
 	return context.WithValue(ctx, merchantsKey{}, set)
 }
 
+// PinnedMerchants is the merchant set ctx carries (WithMerchants); nil
+// when it carries none.
+func PinnedMerchants(ctx context.Context) *MerchantSet {
+	set, _ := ctx.Value(merchantsKey{}).(*MerchantSet)
+	return set
+}
+
+// Has tells whether goid is a merchant of the set.
+func (set *MerchantSet) Has(goid int64) bool {
+	_, ok := set.byGoID[goid]
+	return ok
+}
+
 // set is the merchant set of the call behind ctx.
 func (s *Service) set(ctx context.Context) *MerchantSet {
 	if ctx != nil {

@@ -59,6 +59,23 @@ type UsageDayCount struct {
 // totals (usage_merchants: calls, first and last seen).
 const CallUnverified = "unverified"
 
+// CallDenied is the Detail of UsageCall rows counting calls the access
+// rules refused (allowed_networks, HTTP Basic credentials, a blocked
+// address) or the merchant's rate limit: the rules run before the call is
+// verified, so a stranger may have sent them. Like CallUnverified ones they
+// count in their own row and as refused in the day, not in the merchant's
+// totals.
+const CallDenied = "denied"
+
+// MerchantsCall tells whether a UsageCall row of detail counts the
+// merchant's own calls: whatever the merchant's record shows as its calls
+// and its first and last call (usage_merchants, an operation's first and
+// last seen, the last-call gauge) counts those alone. Rows of calls
+// refused before verification (CallUnverified) or by the access rules
+// (CallDenied) are a failure of their operation and a refused call of the
+// day, nothing more.
+func MerchantsCall(detail string) bool { return detail != CallUnverified && detail != CallDenied }
+
 // UsageOther is the overflow name: a client version past a merchant's
 // limit is counted as version UsageOther of its family, any other row past
 // it under name UsageOther.
@@ -112,7 +129,7 @@ const usageMerchantUpsert = `INSERT INTO usage_merchants (goid, calls, first_see
 
 // AddUsage adds counts to the usage tables in one transaction: calls are
 // summed, first and last seen widened; each merchant's totals grow by its
-// UsageCall counts (but CallUnverified ones). Rows past limits go to the
+// UsageCall counts (but CallUnverified and CallDenied ones). Rows past limits go to the
 // overflow rows. On PostgreSQL each merchant's advisory lock is taken
 // first, before any of its rows is written, and held until the commit, so
 // replicas flushing the same merchant at once take turns and the limits
@@ -166,7 +183,7 @@ func (s *sqlStore) addMerchantUsage(ctx context.Context, tx *sql.Tx, goid int64,
 	}
 	var total UsageMerchant
 	for _, c := range counts {
-		if c.Kind != UsageCall || c.Detail == CallUnverified {
+		if c.Kind != UsageCall || !MerchantsCall(c.Detail) {
 			continue
 		}
 		total.Calls += c.Calls

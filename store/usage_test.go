@@ -40,29 +40,34 @@ func at(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
 func usageSuite(t *testing.T, fresh freshDSN) {
 	ctx := context.Background()
 
-	t.Run("UnverifiedMovesNoTotals", func(t *testing.T) {
-		s := openUsage(t, fresh(t))
-		require.NoError(t, s.AddUsage(ctx, []store.UsageCount{
-			{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: store.CallUnverified, Calls: 5, First: at(10), Last: at(40)},
-		}, nil))
-		totals, err := s.UsageMerchants(ctx)
-		require.NoError(t, err)
-		assert.Empty(t, totals, "calls refused before verification are in no merchant's totals")
-		rows, err := s.Usage(ctx, 7)
-		require.NoError(t, err)
-		require.Len(t, rows, 1, "but counted in their own row")
-		assert.Equal(t, int64(5), rows[0].Calls)
+	// Calls refused before verification, and calls the access rules
+	// denied (they run before verification): a stranger may have sent
+	// them.
+	for name, detail := range map[string]string{"UnverifiedMovesNoTotals": store.CallUnverified, "DeniedMovesNoTotals": store.CallDenied} {
+		t.Run(name, func(t *testing.T) {
+			s := openUsage(t, fresh(t))
+			require.NoError(t, s.AddUsage(ctx, []store.UsageCount{
+				{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: detail, Calls: 5, First: at(10), Last: at(40)},
+			}, nil))
+			totals, err := s.UsageMerchants(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, totals, "calls of a stranger are in no merchant's totals")
+			rows, err := s.Usage(ctx, 7)
+			require.NoError(t, err)
+			require.Len(t, rows, 1, "but counted in their own row")
+			assert.Equal(t, int64(5), rows[0].Calls)
 
-		require.NoError(t, s.AddUsage(ctx, []store.UsageCount{
-			{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: "ok", Calls: 1, First: at(20), Last: at(20)},
-			{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: store.CallUnverified, Calls: 1, First: at(50), Last: at(50)},
-		}, nil))
-		totals, err = s.UsageMerchants(ctx)
-		require.NoError(t, err)
-		require.Len(t, totals, 1)
-		assert.Equal(t, int64(1), totals[0].Calls)
-		assert.True(t, totals[0].Last.Equal(at(20)), "last seen is the verified call's: %s", totals[0].Last)
-	})
+			require.NoError(t, s.AddUsage(ctx, []store.UsageCount{
+				{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: "ok", Calls: 1, First: at(20), Last: at(20)},
+				{GoID: 7, Kind: store.UsageCall, Name: "paymentStatus", Detail: detail, Calls: 1, First: at(50), Last: at(50)},
+			}, nil))
+			totals, err = s.UsageMerchants(ctx)
+			require.NoError(t, err)
+			require.Len(t, totals, 1)
+			assert.Equal(t, int64(1), totals[0].Calls)
+			assert.True(t, totals[0].Last.Equal(at(20)), "last seen is the merchant's own call's: %s", totals[0].Last)
+		})
+	}
 
 	t.Run("AddsUp", func(t *testing.T) {
 		s := openUsage(t, fresh(t))

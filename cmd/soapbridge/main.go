@@ -150,8 +150,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	configured := newGoidSet(goidsOf(cfg.Merchants))
-	rec, stopUsage, err := startUsage(cfg, us, configured, log.Named("usage"))
+	// The one snapshot of the configuration in force (snapshot.go), put in
+	// force below once its parts are built: the usage record keeps the
+	// merchants of the snapshot in force, the core and the guard read the
+	// merchants and rules a request pinned, the metrics their series.
+	snaps := &snapshots{}
+	rec, stopUsage, err := startUsage(cfg, us, snaps, log.Named("usage"))
 	if err != nil {
 		return err
 	}
@@ -247,11 +251,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	// The one snapshot of the configuration in force (snapshot.go): the
-	// core and the guard read the merchants and rules a request pinned.
-	snaps := &snapshots{}
-	snaps.swap(&snapshot{cfg: cfg, merchants: svc.InForce(), rules: guard.Rules()})
+	snaps.swap(newSnapshot(cfg, svc.InForce(), guard.Rules(), met.InForce()))
 	svc.Follow(snaps.merchantSet)
+	met.Follow(snaps.series)
 
 	e := newEcho(log, tr, proxies)
 	e.Use(snaps.pin)
@@ -285,33 +287,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var probeDone, reloads sync.WaitGroup
 	reloadCtx, stopReloads := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopReloads(); reloads.Wait(); stopProbe(); probeDone.Wait() }()
-	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), cur: cfg, apply: func(cur, next Config) error {
-		// Built and validated whole before anything changes: the core's
-		// merchant set and the guard's rule set (bound to the guard's
-		// long-lived buckets). Then one atomic store puts both in force:
-		// a call pinned its snapshot when it arrived and is judged by it
-		// alone (snaps.pin), so no call meets one configuration's rules
-		// and another's merchants.
+	rl := &reloader{args: args, getenv: getenv, log: log.Named("config"), current: snaps.config, apply: func(cur, next Config) error {
+		// Built and validated whole before anything changes: the guard's
+		// rule set (bound to the guard's long-lived buckets), then the
+		// core's merchant set (validated, then the key overlaps recorded:
+		// its last step that can refuse, and the only one that writes),
+		// then the metrics' series. Then one atomic store puts all of it
+		// in force, with next itself (the reloader's base, the usage
+		// record's and the report's merchants): a call pinned its snapshot
+		// when it arrived and is judged by it alone (snaps.pin), so no
+		// call meets one configuration's rules and another's merchants.
 		in := snaps.load()
+		rules, err := access.Compile(merchantRules(next.Merchants, nil))
+		if err != nil {
+			return err // validated: not expected
+		}
 		set, ps := svc.Merchants(in.merchants, next.Merchants, next.DefaultGoID)
 		if len(ps) > 0 {
 			return coreProblems(next, ps)
 		}
-		rules, err := access.Compile(merchantRules(next.Merchants, log))
-		if err != nil {
-			return err // validated: not expected
-		}
+		merchantRules(next.Merchants, log) // the warnings, of a reload that applies
 		guard.Bind(rules)
-		snaps.swap(&snapshot{cfg: next, merchants: set, rules: rules})
+		sn := newSnapshot(next, set, rules, met.Series(goidsOf(next.Merchants)))
+		snaps.swap(sn)
 		// In force. Only now the guard re-limits the buckets it keeps to
-		// the new rates, and what others see of it: the metrics' and the
-		// usage record's merchants, the embedded sandbox's merchants, and
-		// the gateway tokens of credentials no merchant has any more
-		// forgotten. No rate demand is posted here: the next regular post
-		// (within access.ShareInterval) carries this replica's demand on.
+		// the new rates, and what others see of it: the metrics drop the
+		// series of merchants removed, the embedded sandbox's merchants
+		// change, and the gateway tokens of credentials no merchant has
+		// any more are forgotten. No rate demand is posted here: the next
+		// regular post (within access.ShareInterval) carries this
+		// replica's demand on.
 		guard.Use(rules)
-		met.SetMerchants(goidsOf(next.Merchants))
-		configured.set(goidsOf(next.Merchants))
+		met.Retire(in.series, sn.series)
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
@@ -335,7 +342,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		pages := &reportPages{st: us, configured: configured, log: log.Named("admin")}
+		pages := &reportPages{st: us, configured: snaps, log: log.Named("admin")}
 		stopAdmin, err := startAdmin(cfg, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
 		if err != nil {
 			return err

@@ -41,7 +41,8 @@ type reloader struct {
 	args   []string
 	getenv func(string) string
 	log    *zap.Logger
-	// apply puts next's merchants in force everywhere, or refuses.
+	// apply puts next's merchants in force everywhere, with next itself
+	// (current returns it from then on), or refuses and changes nothing.
 	apply func(cur, next Config) error
 	// counted is told of each outcome (metrics).
 	counted func(ok bool)
@@ -49,8 +50,12 @@ type reloader struct {
 	// changed (their credentials are checked at the gateway).
 	applied func(fresh []Merchant)
 
-	mu  sync.Mutex
-	cur Config
+	// current is the configuration in force: the snapshot's, never a
+	// copy, so that it changes only when the snapshot does (a refused
+	// reload leaves it).
+	current func() Config
+
+	mu sync.Mutex
 	// seen is the content of the config file the last reload read (or the
 	// start did): the watcher reloads when the file differs from it.
 	seen [sha256.Size]byte
@@ -60,13 +65,14 @@ type reloader struct {
 func (r *reloader) reload(why string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seen = fileSum(r.cur.ConfigFile)
+	cur := r.current()
+	r.seen = fileSum(cur.ConfigFile)
 	next, err := loadConfig(r.args, r.getenv)
 	if err == nil {
-		err = fixedSettingsChanged(r.cur, next)
+		err = fixedSettingsChanged(cur, next)
 	}
 	if err == nil {
-		err = r.apply(r.cur, next)
+		err = r.apply(cur, next)
 	}
 	if r.counted != nil {
 		r.counted(err == nil)
@@ -76,8 +82,7 @@ func (r *reloader) reload(why string) error {
 			zap.Strings("problems", strings.Split(err.Error(), "\n")))
 		return err
 	}
-	added, removed, changed := merchantChanges(r.cur.Merchants, next.Merchants)
-	r.cur = next
+	added, removed, changed := merchantChanges(cur.Merchants, next.Merchants)
 	if fresh := merchantsOf(next.Merchants, append(added, changed...)); r.applied != nil && len(fresh) > 0 {
 		r.applied(fresh)
 	}
@@ -152,7 +157,7 @@ func coreProblems(cfg Config, ps []operations.Problem) error {
 // last reload (or the start) read, until ctx ends.
 func (r *reloader) watch(ctx context.Context) {
 	r.mu.Lock()
-	file := r.cur.ConfigFile
+	file := r.current().ConfigFile
 	r.seen = fileSum(file)
 	r.mu.Unlock()
 	r.log.Info("watching the config file: a change reloads it", zap.String("file", file), zap.Duration("every", configWatchInterval))

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,7 +51,7 @@ func (noUsage) UsageMerchants(context.Context) ([]store.UsageMerchant, error) { 
 // startUsage starts the usage record of cfg on us: nil (recording
 // nothing) when usage_flush_interval is 0. stop flushes the last sums; it
 // must run after the server has drained and before the store closes.
-func startUsage(cfg Config, us usageStore, known *goidSet, log *zap.Logger) (rec *usage.Recorder, stop func(), err error) {
+func startUsage(cfg Config, us usageStore, known goids, log *zap.Logger) (rec *usage.Recorder, stop func(), err error) {
 	if cfg.UsageFlushInterval == 0 {
 		log.Info("usage record off (usage_flush_interval 0): soapbridge report shows nothing new")
 		return nil, func() {}, nil
@@ -69,19 +68,21 @@ func startUsage(cfg Config, us usageStore, known *goidSet, log *zap.Logger) (rec
 
 func configuredGoIDs(cfg Config) []int64 { return goidsOf(cfg.Merchants) }
 
-// goidSet is the goids of the configured merchants, replaced whole by a
-// reload: what the usage record keeps and the report lists.
-type goidSet struct{ p atomic.Pointer[[]int64] }
-
-func newGoidSet(goids []int64) *goidSet {
-	s := &goidSet{}
-	s.set(goids)
-	return s
+// goids are the goids of the configured merchants: what the usage record
+// keeps and the report lists. The bridge's are the snapshot's in force
+// (snapshots), replaced whole with it by a reload.
+type goids interface {
+	list() []int64
+	has(ctx context.Context, goid int64) bool
 }
 
-func (s *goidSet) set(goids []int64) { s.p.Store(&goids) }
-func (s *goidSet) list() []int64     { return *s.p.Load() }
-func (s *goidSet) has(g int64) bool  { return slices.Contains(*s.p.Load(), g) }
+// goidSet is a fixed set of goids.
+type goidSet []int64
+
+func newGoidSet(goids []int64) goidSet { return goidSet(goids) }
+
+func (s goidSet) list() []int64                       { return s }
+func (s goidSet) has(_ context.Context, g int64) bool { return slices.Contains(s, g) }
 
 // exitUsage marks an error of the report's input (exit status 2).
 type exitUsage struct{ error }
@@ -199,7 +200,7 @@ func splitArgs(args []string, own ...string) (mine, rest []string) {
 // asked for) is served, marked stale.
 type reportPages struct {
 	st         report.Store
-	configured *goidSet
+	configured goids
 	log        *zap.Logger
 
 	mu     sync.Mutex

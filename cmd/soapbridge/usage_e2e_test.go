@@ -406,6 +406,7 @@ func TestUsageForgedCallsMoveNoLastCall(t *testing.T) {
 	assert.Empty(t, clients)
 	for _, op := range m.Operations {
 		assert.Equal(t, map[string]int64{"unverified": 5}, op.FailuresByKind)
+		assert.True(t, op.FirstSeen.IsZero() && op.LastSeen.IsZero(), "nor its operation's first or last seen: %v %v", op.FirstSeen, op.LastSeen)
 	}
 
 	// The shop's own call moves the gauge.
@@ -413,4 +414,33 @@ func TestUsageForgedCallsMoveNoLastCall(t *testing.T) {
 	id := createFor(t, c.URL, demoCfgMerchant, "LAST-1")
 	require.Empty(t, soapAs(t, c.SOAPURL, "127.0.0.1", "", "", "paymentStatus", statusBody(t, id)).fault)
 	assert.Contains(t, getText(t, c.AdminURL+"/metrics"), gauge, "a verified call moves the gauge")
+}
+
+// Calls the access rules deny (a stranger's address, refused before
+// verification) count as denied and move nothing the merchant's record
+// shows as its last call: neither the gauge nor the report's last seen,
+// the merchant's or the operation's. The shop's own call still does.
+func TestUsageDeniedCallsMoveNoLastCall(t *testing.T) {
+	b := startBridge(t, withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h", "SOAPBRIDGE_ALLOWED_NETWORKS=127.0.0.1/32"))
+	for i := range 5 {
+		a := soapAs(t, b.SOAPURL, "127.0.0.2", "", "", "paymentStatus", forgedStatusBody(demoGoID))
+		require.Contains(t, a.fault, "access denied", "call %d: refused by the access rules", i)
+	}
+	gauge := `soapbridge_legacy_last_call_timestamp_seconds{goid="` + demoGoID + `"}`
+	assert.False(t, strings.Contains(getText(t, b.AdminURL+"/metrics"), gauge), "denied calls move no last-call gauge")
+	b.Stop()
+	m := reportOf(t, b)
+	assert.Nil(t, m.LastSeen, "denied calls are no last call")
+	assert.Zero(t, m.Calls, "nor in the merchant's totals")
+	ops, _, _, _ := usageCounts(m)
+	assert.Equal(t, map[string]opCount{"paymentStatus": {5, 5}}, ops, "counted as refused")
+	for _, op := range m.Operations {
+		assert.Equal(t, map[string]int64{"denied": 5}, op.FailuresByKind)
+		assert.True(t, op.LastSeen.IsZero(), "the operation's last seen stays: %v", op.LastSeen)
+	}
+
+	c := startBridge(t, withDB(b.DB), withEnv("SOAPBRIDGE_USAGE_FLUSH_INTERVAL=1h", "SOAPBRIDGE_ALLOWED_NETWORKS=127.0.0.1/32"))
+	id := createFor(t, c.URL, demoCfgMerchant, "DENIED-1")
+	require.Empty(t, soapAs(t, c.SOAPURL, "127.0.0.1", "", "", "paymentStatus", statusBody(t, id)).fault)
+	assert.Contains(t, getText(t, c.AdminURL+"/metrics"), gauge, "the shop's own call moves the gauge")
 }

@@ -169,9 +169,12 @@ func ReadBuild() Build {
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	// per holds what is resolved per merchant; SetMerchants (a reload)
-	// replaces it whole, so the hot path reads it without a lock.
+	// per holds what is resolved per merchant; SetMerchants replaces it
+	// whole, so the hot path reads it without a lock. When a source is
+	// followed (Follow: the process's snapshot), the series in force are
+	// the source's.
 	per      atomic.Pointer[perMerchant]
+	source   atomic.Pointer[func() *MerchantSeries]
 	labelled bool // merchant labels on
 	ops      []string
 	vecs     merchantVecs
@@ -319,11 +322,57 @@ func New(o Options) *Metrics {
 	return m
 }
 
-// SetMerchants resolves the per-merchant series of goids (at start, and at
-// each reload): a new merchant gets its series, a removed one loses them,
-// the others keep their values.
+// MerchantSeries are the per-merchant series of one set of merchants,
+// resolved whole (Series) before anything puts them in force.
+type MerchantSeries struct{ p *perMerchant }
+
+// Series resolves the per-merchant series of goids against the series in
+// force (a merchant kept keeps its counts), without putting them in force:
+// a reload builds them, puts them in force with the rest of its snapshot
+// (Follow), then has Retire drop what the removed merchants left.
+func (m *Metrics) Series(goids []int64) *MerchantSeries {
+	return &MerchantSeries{m.resolve(m.inForce(), goids)}
+}
+
+// Follow makes src the series in force: the holder of the process's one
+// snapshot. While src returns nil, the series SetMerchants put are.
+func (m *Metrics) Follow(src func() *MerchantSeries) { m.source.Store(&src) }
+
+// Retire drops the series and refusals of the merchants of old that next
+// lacks, once next is in force (a reload removed them).
+func (m *Metrics) Retire(old, next *MerchantSeries) {
+	if old != nil && next != nil {
+		m.retire(old.p, next.p)
+	}
+}
+
+// InForce are the per-merchant series in force (a snapshot's first).
+func (m *Metrics) InForce() *MerchantSeries { return &MerchantSeries{m.inForce()} }
+
+// inForce is the per-merchant series in force.
+func (m *Metrics) inForce() *perMerchant {
+	if src := m.source.Load(); src != nil {
+		if s := (*src)(); s != nil {
+			return s.p
+		}
+	}
+	return m.per.Load()
+}
+
+// SetMerchants resolves the per-merchant series of goids and puts them in
+// force (at start; a reload of a process following a snapshot builds them
+// with Series instead): a new merchant gets its series, a removed one loses
+// them, the others keep their values.
 func (m *Metrics) SetMerchants(goids []int64) {
-	old := m.per.Load()
+	old := m.inForce()
+	p := m.resolve(old, goids)
+	m.per.Store(p)
+	m.retire(old, p)
+}
+
+// resolve builds the per-merchant series of goids; old, the series in
+// force (nil: none), lends the status page's counts of the merchants kept.
+func (m *Metrics) resolve(old *perMerchant, goids []int64) *perMerchant {
 	p := &perMerchant{goids: map[int64]bool{}, calls: map[callKey]callChild{}, flowN: map[flowUseKey]*atomic.Int64{}}
 	merchants := append([]int64{noGoID, otherGoID}, goids...)
 	for _, g := range goids {
@@ -363,7 +412,11 @@ func (m *Metrics) SetMerchants(goids []int64) {
 			p.flowN[flowUseKey{f, g}] = n
 		}
 	}
-	m.per.Store(p)
+	return p
+}
+
+// retire drops what old's merchants that p lacks left behind.
+func (m *Metrics) retire(old, p *perMerchant) {
 	if old != nil {
 		m.pruneRefusals(p.goids)
 	}
@@ -416,7 +469,7 @@ func (m *Metrics) Observe(o operations.CallOutcome) {
 	if c, ok := m.flows[flowKey{o.Operation, r}]; ok {
 		c.Inc()
 	}
-	p := m.per.Load()
+	p := m.inForce()
 	if n := p.flowN[flowUseKey{o.Operation, p.goidKey(o.GoID)}]; n != nil {
 		n.Add(1)
 	}
@@ -425,7 +478,7 @@ func (m *Metrics) Observe(o operations.CallOutcome) {
 // ObserveCall counts one SOAP call of op by its series' labels (goid 0:
 // none; result: one of results).
 func (m *Metrics) ObserveCall(op string, goid int64, result string, d time.Duration) {
-	p := m.per.Load()
+	p := m.inForce()
 	goid = p.goidKey(goid)
 	c, ok := p.calls[callKey{op, goid, result}]
 	if !ok {
@@ -472,7 +525,7 @@ func (m *Metrics) BadSignature(op string, goid int64) {
 		c = m.sigByOp["unknown"]
 	}
 	c.Inc()
-	if p := m.per.Load(); p.sigByGoID != nil {
+	if p := m.inForce(); p.sigByGoID != nil {
 		if c, ok := p.sigByGoID[p.goidKey(goid)]; ok {
 			c.Inc()
 		}
@@ -484,7 +537,7 @@ func (m *Metrics) BadSignature(op string, goid int64) {
 // its few outcomes; per merchant, one series counts them all.
 func (m *Metrics) UnmappedChannel(goid int64, code, outcome string) {
 	m.unmapped.WithLabelValues(code, outcome).Inc()
-	if p := m.per.Load(); p.unmapped != nil {
+	if p := m.inForce(); p.unmapped != nil {
 		if c, ok := p.unmapped[p.goidKey(goid)]; ok {
 			c.Inc()
 		}
@@ -591,7 +644,7 @@ type OperationUse struct {
 // labels are exported.
 func (m *Metrics) Usage() map[string][]OperationUse {
 	byMerchant := map[string]map[string]int64{}
-	for k, c := range m.per.Load().calls {
+	for k, c := range m.inForce().calls {
 		if k.result != results[0] {
 			continue // one counter per operation and goid, shared by the results
 		}
@@ -605,7 +658,7 @@ func (m *Metrics) Usage() map[string][]OperationUse {
 		}
 		byMerchant[ml][k.op] += n
 	}
-	for k, c := range m.per.Load().flowN {
+	for k, c := range m.inForce().flowN {
 		if n := c.Load(); n > 0 {
 			ml := goidLabel(k.goid)
 			if byMerchant[ml] == nil {

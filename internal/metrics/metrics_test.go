@@ -3,6 +3,7 @@ package metrics
 import (
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,6 +256,45 @@ func TestSetMerchantsOnReload(t *testing.T) {
 	}
 	assert.Equal(t, map[string]float64{"1": 2, "3": 1, "other": 1}, got)
 	assert.Equal(t, int64(2), m.Usage()["1"][0].Calls, "the status page's count survives the reload")
+}
+
+// Series built for a reload are in force only once the followed source
+// (the snapshot) returns them: built and never swapped in (a refused
+// reload), they change nothing; swapped in, a kept merchant keeps its
+// counts and Retire drops a removed one's.
+func TestSeriesFollowTheSnapshot(t *testing.T) {
+	m := New(Options{Operations: legacyOps, GoIDs: []int64{1, 2}})
+	var cur atomic.Pointer[MerchantSeries]
+	cur.Store(m.InForce())
+	m.Follow(cur.Load)
+	m.ObserveCall("paymentStatus", 1, "ok", time.Millisecond)
+
+	refused := m.Series([]int64{1, 3})
+	m.ObserveCall("paymentStatus", 3, "ok", time.Millisecond)
+	assert.Equal(t, map[string]int64{"1": 1, "other": 1}, usageCalls(m), "series built but not in force change nothing")
+
+	old := cur.Load()
+	next := m.Series([]int64{1, 3})
+	assert.NotSame(t, refused, next)
+	cur.Store(next)
+	m.Retire(old, next)
+	m.ObserveCall("paymentStatus", 1, "ok", time.Millisecond)
+	m.ObserveCall("paymentStatus", 3, "ok", time.Millisecond)
+	m.ObserveCall("paymentStatus", 2, "ok", time.Millisecond)
+	assert.Equal(t, map[string]int64{"1": 2, "3": 1, "other": 2}, usageCalls(m), "in force with the snapshot; goid 1 kept its count")
+}
+
+// usageCalls are the status page's paymentStatus counts by merchant.
+func usageCalls(m *Metrics) map[string]int64 {
+	out := map[string]int64{}
+	for g, uses := range m.Usage() {
+		for _, u := range uses {
+			if u.Operation == "paymentStatus" {
+				out[g] = u.Calls
+			}
+		}
+	}
+	return out
 }
 
 // Observe reads the core's outcome of every entry: a SOAP call counts in

@@ -64,7 +64,7 @@ func (m *Metrics) Refused(r Refusal) {
 		c = m.ref.total[otherReason]
 	}
 	c.Inc()
-	p := m.per.Load()
+	p := m.inForce()
 	if r.GoID == noGoID || !p.goids[r.GoID] {
 		return
 	}

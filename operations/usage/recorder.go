@@ -32,9 +32,12 @@ type Config struct {
 	Every time.Duration
 	// Known reports whether goid is a configured merchant; events of other
 	// goids are dropped (goid 0, calls naming no merchant, is always kept),
-	// so a client sending made-up goids cannot grow the record. Nil: every
-	// goid, up to MaxMerchants per interval.
-	Known  func(goid int64) bool
+	// so a client sending made-up goids cannot grow the record. ctx is the
+	// call's (Record: a call is judged by the merchants it was served
+	// with, whatever a reload put in force since) or context.Background()
+	// (LastCalls: the merchants in force). Nil: every goid, up to
+	// MaxMerchants per interval.
+	Known  func(ctx context.Context, goid int64) bool
 	Logger *zap.Logger
 	// Now is the clock of events without At (default time.Now).
 	Now func() time.Time
@@ -71,7 +74,7 @@ const maxDays = 2 * (store.DaysKept + 1)
 type Recorder struct {
 	st    Store
 	every time.Duration
-	known func(int64) bool
+	known func(context.Context, int64) bool
 	log   *zap.Logger
 	now   func() time.Time
 
@@ -132,13 +135,13 @@ func New(cfg Config) (*Recorder, error) {
 // Every is the flush interval.
 func (r *Recorder) Every() time.Duration { return r.every }
 
-// Record adds one call: ev says all of it (ctx is not read for it). It
+// Record adds one call: ev says all of it (ctx is read only by Known). It
 // never blocks on I/O.
 func (r *Recorder) Record(ctx context.Context, ev Event) {
 	if r == nil {
 		return
 	}
-	if ev.GoID != 0 && r.known != nil && !r.known(ev.GoID) || ev.GoID < 0 || ev.Operation == "" {
+	if ev.GoID != 0 && r.known != nil && !r.known(ctx, ev.GoID) || ev.GoID < 0 || ev.Operation == "" {
 		r.dropped.Add(1)
 		return
 	}
@@ -163,8 +166,8 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		m = &merchantSums{rows: map[key]*sums{}, kinds: map[store.UsageKind]int{}}
 		sh.m[ev.GoID] = m
 	}
-	if ev.Result != ResultUnverified && ev.At.After(m.last) {
-		m.last = ev.At // a stranger's call moves no merchant's last call
+	if store.MerchantsCall(string(ev.Result)) && ev.At.After(m.last) {
+		m.last = ev.At // a stranger's call (unverified, denied) moves no merchant's last call
 	}
 	one := sums{1, ev.At, ev.At}
 	m.add(key{store.UsageCall, store.Clip(ev.Operation, maxOperation), string(ev.Result)}, one)
@@ -364,7 +367,7 @@ func (r *Recorder) LastCalls() map[int64]time.Time {
 		sh.mu.Unlock()
 	}
 	for g := range out {
-		if g == 0 || r.known != nil && !r.known(g) {
+		if g == 0 || r.known != nil && !r.known(context.Background(), g) {
 			delete(out, g)
 		}
 	}

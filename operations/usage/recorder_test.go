@@ -42,7 +42,7 @@ func newRecorder(t testing.TB, st usage.Store, known ...int64) *usage.Recorder {
 	t.Helper()
 	cfg := usage.Config{Store: st, Every: time.Hour, Now: func() time.Time { return t0 }}
 	if len(known) > 0 {
-		cfg.Known = func(g int64) bool {
+		cfg.Known = func(_ context.Context, g int64) bool {
 			for _, k := range known {
 				if g == k {
 					return true
@@ -204,6 +204,21 @@ func TestLastCallsAcrossReplicas(t *testing.T) {
 	require.NoError(t, a.Flush(ctx))
 	assert.Equal(t, map[int64]time.Time{7: t0.Add(time.Hour), 8: t0.Add(2 * time.Hour)}, a.LastCalls(),
 		"after a flush: every replica's last call; goid 0 left out")
+}
+
+// A call a stranger may have sent (refused before verification, or by the
+// access rules) moves no merchant's last call, here or after a flush.
+func TestStrangersCallsMoveNoLastCall(t *testing.T) {
+	r := newRecorder(t, sqliteStore(t, ""), 7, 8)
+	ctx := context.Background()
+	r.Record(ctx, usage.Event{GoID: 7, Operation: "paymentStatus", Result: usage.ResultOK, At: t0})
+	r.Record(ctx, usage.Event{GoID: 7, Operation: "paymentStatus", Result: usage.ResultDenied, At: t0.Add(time.Hour)})
+	r.Record(ctx, usage.Event{GoID: 7, Operation: "paymentStatus", Result: usage.ResultUnverified, At: t0.Add(2 * time.Hour)})
+	r.Record(ctx, usage.Event{GoID: 8, Operation: "refundPayment", Result: usage.ResultDenied, At: t0.Add(time.Hour)})
+	want := map[int64]time.Time{7: t0}
+	assert.Equal(t, want, r.LastCalls(), "before a flush")
+	require.NoError(t, r.Flush(ctx))
+	assert.Equal(t, want, r.LastCalls(), "after it")
 }
 
 func TestRunFlushesAtShutdown(t *testing.T) {

@@ -42,7 +42,12 @@ const (
 	ResultRefused     Result = "refused"      // a FAILED / CALL_FAILED reply: invalid input, bad signature, unknown goid, gateway refusal
 	ResultClientFault Result = "client_fault" // a Client fault: unreadable request, unknown operation
 	ResultServerFault Result = "server_fault" // a Server fault: gateway or store unavailable
-	ResultDenied      Result = "denied"       // refused by the access rules or a rate limit
+	// ResultDenied: refused by the access rules (networks, HTTP Basic
+	// credentials) or a rate limit. The rules run before the call is
+	// verified, so, like ResultUnverified, it counts as refused in the
+	// merchant's day and nowhere else: it moves neither the merchant's last
+	// call nor its totals.
+	ResultDenied Result = store.CallDenied
 	// ResultUnverified: refused before the call was verified (its
 	// signature or token does not verify, or what it must sign is
 	// missing): a stranger may have sent it. It counts as refused in the

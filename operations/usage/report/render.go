@@ -62,7 +62,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 			for _, op := range m.Operations {
 				fmt.Fprintf(tw, "    %s\t%s\t%s\tlast %s\t→ %s\n", op.Name, plural(op.Calls, "call"), failureText(op),
-					op.LastSeen.Format(time.DateOnly), op.REST)
+					dateOf(op.LastSeen), op.REST)
 			}
 			tw.Flush()
 			for _, op := range m.Operations {
@@ -183,7 +183,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"chart":    Chart,
 	"lastCall": lastCallLine,
 	"failures": failureText,
-	"date":     func(t time.Time) string { return t.Format(time.DateOnly) },
+	"date":     dateOf,
 	"time":     func(t time.Time) string { return t.Format(time.RFC3339) },
 	"dash":     orDash,
 }).Parse(`<!DOCTYPE html>
@@ -224,3 +224,12 @@ What each merchant still uses of the legacy SOAP interface, what replaces it in 
 </section>
 {{end}}</body></html>
 `))
+
+// dateOf is t's day; "never" for the zero time (an operation only
+// strangers called).
+func dateOf(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.DateOnly)
+}

@@ -77,8 +77,11 @@ type Operation struct {
 	Calls          int64            `json:"calls"`
 	Failures       int64            `json:"failures"`
 	FailuresByKind map[string]int64 `json:"failures_by_kind"`
-	FirstSeen      time.Time        `json:"first_seen"`
-	LastSeen       time.Time        `json:"last_seen"`
+	// FirstSeen and LastSeen are the merchant's own calls' (not those
+	// refused before verification or by the access rules, which a
+	// stranger may have sent: store.MerchantsCall); zero when it has none.
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
 	Replacement
 }
 
@@ -207,7 +210,7 @@ func Build(ctx context.Context, st Store, opt Options) (*Report, error) {
 			}
 			op := ops[row.GoID][row.Name]
 			if op == nil {
-				op = &Operation{Name: row.Name, Kind: "soap", FailuresByKind: map[string]int64{}, FirstSeen: first, LastSeen: last}
+				op = &Operation{Name: row.Name, Kind: "soap", FailuresByKind: map[string]int64{}}
 				if slices.Contains(usage.Flows, row.Name) {
 					op.Kind = "flow"
 				}
@@ -218,7 +221,10 @@ func Build(ctx context.Context, st Store, opt Options) (*Report, error) {
 				op.Failures += row.Calls
 				op.FailuresByKind[row.Detail] += row.Calls
 			}
-			if first.Before(op.FirstSeen) {
+			if !store.MerchantsCall(row.Detail) {
+				break // a stranger's calls move no first or last seen
+			}
+			if op.FirstSeen.IsZero() || first.Before(op.FirstSeen) {
 				op.FirstSeen = first
 			}
 			if last.After(op.LastSeen) {

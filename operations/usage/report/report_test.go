@@ -190,6 +190,43 @@ func TestReportSince(t *testing.T) {
 	require.NotNil(t, r.Since)
 }
 
+// Calls a stranger may have sent (refused before verification, or by the
+// access rules) count in their operation's calls and failures but move
+// neither its first nor its last seen, nor the merchant's; an operation
+// only strangers called shows no last call ("never").
+func TestReportStrangersMoveNoLastSeen(t *testing.T) {
+	st := knownMix(t)
+	rec, err := usage.New(usage.Config{Store: st})
+	require.NoError(t, err)
+	bg := context.Background()
+	for _, res := range []usage.Result{usage.ResultUnverified, usage.ResultDenied} {
+		rec.Record(bg, usage.Event{GoID: shopPHP, Operation: "paymentStatus", Result: res, At: now.Add(-time.Hour)})
+		rec.Record(bg, usage.Event{GoID: shopPHP, Operation: "paymentStatus", Result: res, At: t0.Add(-time.Hour)})
+		rec.Record(bg, usage.Event{GoID: shopPHP, Operation: "refundPayment", Result: res, At: now.Add(-time.Hour)})
+	}
+	require.NoError(t, rec.Flush(bg))
+	r, err := report.Build(bg, st, report.Options{GoID: shopPHP, Now: now})
+	require.NoError(t, err)
+	m := r.Merchants[0]
+	ops := map[string]report.Operation{}
+	for _, op := range m.Operations {
+		ops[op.Name] = op
+	}
+	day := func(d, h int) time.Time { return t0.Add(time.Duration(24*d+h) * time.Hour) }
+	st4 := ops["paymentStatus"]
+	assert.Equal(t, int64(8), st4.Calls, "counted")
+	assert.Equal(t, map[string]int64{"server_fault": 1, "unverified": 2, "denied": 2}, st4.FailuresByKind)
+	assert.Equal(t, day(2, 0), st4.FirstSeen, "the merchant's own first call")
+	assert.Equal(t, day(2, 5), st4.LastSeen, "the merchant's own last call")
+	refund := ops["refundPayment"]
+	assert.Equal(t, int64(2), refund.Calls)
+	assert.True(t, refund.FirstSeen.IsZero() && refund.LastSeen.IsZero(), "no call of the merchant's own: %v %v", refund.FirstSeen, refund.LastSeen)
+	assert.Equal(t, day(3, 0), *m.LastSeen, "the merchant's last call is its own")
+	var text bytes.Buffer
+	require.NoError(t, r.WriteText(&text))
+	assert.Regexp(t, `refundPayment\s+2 calls.*last never`, text.String())
+}
+
 // TestReportHTMLEscapes: client-supplied text (an unknown channel code with
 // markup) is escaped; every merchant is linked from the index.
 func TestReportHTMLEscapes(t *testing.T) {
