@@ -29,7 +29,7 @@ import (
 //     decrease), never under the floor nor under what the best recent
 //     throughput needs (Little's law: the most calls per second completed
 //     in a window lately, decaying by 2% a window, times the shortest call
-//     of the window, plus a fifth): lowering the limit below that would
+//     of the window, twice that: adaptiveHeadroom): lowering the limit below that would
 //     cut the calls made, not only their wait;
 //   - at or under the target, and the limit was reached in the window (a
 //     request waited or was refused): the limit grows by a twentieth
@@ -38,11 +38,20 @@ import (
 //
 // The limit starts at max_calls_in_progress (what a fixed limit would
 // allow), so a bridge that has the CPU never refuses more than before.
+//
+// Off by default (overload_sched_latency 0): on a loaded 2-core machine
+// it did not make more calls from a cold start than the fixed limit
+// (docs/performance.md); it is there to be measured again on a quiet one,
+// by setting one variable on the same binary.
 
 const (
 	adaptiveWindow   = 100 * time.Millisecond
 	adaptiveQuantile = 0.99
 	adaptiveFloor    = 100 // the least the limit drops to (max_calls_in_progress when lower)
+	// adaptiveHeadroom multiplies what the best recent throughput needs:
+	// arrivals come in bursts, and a limit at exactly the need refuses
+	// each burst (1.2 did, on a loaded machine: docs/performance.md).
+	adaptiveHeadroom = 2.0
 )
 
 // adaptiveLimit holds the current limit; the tokens it keeps out of the
@@ -80,14 +89,15 @@ func (a *adaptiveLimit) finishAfter(d int64) {
 }
 
 // needed is the limit the best recent throughput needs with the window's
-// shortest call, a fifth added (0 when nothing ended in the window).
+// shortest call, times adaptiveHeadroom (0 when nothing ended in the
+// window).
 func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 	n, short := a.completed.Swap(0), a.shortest.Swap(0)
 	if elapsed <= 0 {
 		return 0
 	}
 	a.peakRate = max(float64(n)/elapsed.Seconds(), a.peakRate*0.98)
-	return int(math.Ceil(a.peakRate * time.Duration(short).Seconds() * 1.2))
+	return int(math.Ceil(a.peakRate * time.Duration(short).Seconds() * adaptiveHeadroom))
 }
 
 func newAdaptiveLimit(slots chan struct{}, max int, target time.Duration) *adaptiveLimit {

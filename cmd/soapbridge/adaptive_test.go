@@ -48,8 +48,8 @@ func TestAdaptiveLimitSteps(t *testing.T) {
 
 // Under pressure the limit drops no lower than what the best recent
 // throughput needs: 1000 calls in a 100 ms window (10000/s), the shortest
-// 100 ms, is 1000 in progress, plus a fifth; the best rate decays by 2% a
-// window once the throughput falls.
+// 100 ms, is 1000 in progress, twice that with the headroom; the best
+// rate decays by 2% a window once the throughput falls.
 func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
 	window := func(calls int, shortest time.Duration) {
@@ -63,16 +63,16 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 		window(1000, 100*time.Millisecond)
 		a.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, 1200, int(a.limit.Load()), "10000/s × 100 ms × 1.2")
+	assert.Equal(t, 2000, int(a.limit.Load()), "10000/s × 100 ms × 2")
 	// The throughput falls to a tenth: the floor follows the decaying best
 	// rate, not at once.
 	window(100, 100*time.Millisecond)
-	assert.Equal(t, 1176, a.step(time.Second, 100*time.Millisecond), "0.98 × 10000/s × 0.1 s × 1.2, not a fifth less (960)")
+	assert.Equal(t, 1960, a.step(time.Second, 100*time.Millisecond), "0.98 × 10000/s × 0.1 s × 2, not a fifth less (1600)")
 	for range 200 {
 		window(100, 100*time.Millisecond)
 		a.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, 120, int(a.limit.Load()), "1000/s × 100 ms × 1.2 once the old peak has decayed")
+	assert.Equal(t, 200, int(a.limit.Load()), "1000/s × 100 ms × 2 once the old peak has decayed")
 	// Nothing ended in a window: the fixed floor only.
 	for range 50 {
 		a.step(time.Second, 100*time.Millisecond)

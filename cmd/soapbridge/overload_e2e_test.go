@@ -105,11 +105,11 @@ func (e *overloadEnv) statusCall(client *http.Client) (resp *http.Response, body
 
 // TestOverloadE2E: the running binary with max_calls_in_progress 2. Two
 // paymentStatus calls held at the gateway; the third is refused at once
-// with 503, a SOAP Server fault and Retry-After: 1, and counted; its
-// connection stays open (far fewer connections are open than
-// overload_close_above), and the client's next call goes over it; a GET
-// of the WSDL gets a 503 page; /healthz still answers; once the gateway
-// lets the two go, both succeed and calls pass again.
+// with 503, a SOAP Server fault, Retry-After: 1 and Connection: close
+// (overload_close_above 0, the default), and counted; the client's next
+// call dials anew; a GET of the WSDL gets a 503 page; /healthz still
+// answers; once the gateway lets the two go, both succeed and calls pass
+// again.
 func TestOverloadE2E(t *testing.T) {
 	e := newOverloadEnv(t)
 	got := e.hold()
@@ -123,7 +123,7 @@ func TestOverloadE2E(t *testing.T) {
 	t.Logf("refused in %v", time.Since(start))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	assert.False(t, resp.Close, "no Connection: close below overload_close_above")
+	assert.True(t, resp.Close, "Connection: close")
 	assert.Contains(t, raw, "<faultcode>soapenv:Server</faultcode>")
 	assert.Contains(t, raw, "server busy: 2 calls in progress")
 
@@ -146,29 +146,29 @@ func TestOverloadE2E(t *testing.T) {
 		a := e.soap("paymentStatus", paymentStatusBody(t, e.id))
 		assert.Equal(t, "CALL_COMPLETED", a.result, "after the release: %s", a)
 	}
-	// The refused client's connection was kept: its next call goes over it.
+	// The refused client's connection was closed: its next call dials.
 	resp, raw, reused := e.statusCall(client)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, raw)
 	assert.Contains(t, raw, "CALL_COMPLETED")
-	assert.True(t, reused, "the refused call's connection carried the next call")
+	assert.False(t, reused, "the refused call's connection was closed")
 	assert.Equal(t, "0", e.metric("soapbridge_calls_in_progress"))
 	assert.Equal(t, "1", e.metric(`soapbridge_overload_refusals_total{route="soap"}`))
 	assert.Contains(t, e.b.log.String(), "overloaded: refusing calls with 503")
 }
 
-// TestOverloadE2EClosesAboveThreshold: with overload_close_above 1, the
-// two held calls' connections are already more than that, so the refusal
-// says Connection: close and the bridge closes the connection (the
-// client's next call dials anew).
-func TestOverloadE2EClosesAboveThreshold(t *testing.T) {
-	e := newOverloadEnv(t, "SOAPBRIDGE_OVERLOAD_CLOSE_ABOVE=1")
+// TestOverloadE2EKeepsConnectionBelowThreshold: with overload_close_above
+// 100, the few connections open are under it, so the refusal leaves its
+// connection open (no Connection: close) and the client's next call goes
+// over it.
+func TestOverloadE2EKeepsConnectionBelowThreshold(t *testing.T) {
+	e := newOverloadEnv(t, "SOAPBRIDGE_OVERLOAD_CLOSE_ABOVE=100")
 	got := e.hold()
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	resp, raw, _ := e.statusCall(client)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Contains(t, raw, "server busy: 2 calls in progress")
-	assert.True(t, resp.Close, "Connection: close above overload_close_above")
+	assert.False(t, resp.Close, "no Connection: close under overload_close_above")
 	e.proxy.Release()
 	for range 2 {
 		a := <-got
@@ -176,7 +176,7 @@ func TestOverloadE2EClosesAboveThreshold(t *testing.T) {
 	}
 	resp, raw, reused := e.statusCall(client)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, raw)
-	assert.False(t, reused, "the refused call's connection was closed")
+	assert.True(t, reused, "the refused call's connection carried the next call")
 }
 
 // TestPHPOverloadFault: PHP's SoapClient, refused by the limit, throws a

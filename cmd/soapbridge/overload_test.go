@@ -190,7 +190,7 @@ func TestOverloadOffCountsOnly(t *testing.T) {
 }
 
 func TestOverloadSettingsChecked(t *testing.T) {
-	for _, v := range []string{"-max-calls-in-progress=-1", "-overload-wait=-1s", "-overload-wait=11s", "-overload-close-above=-1"} {
+	for _, v := range []string{"-max-calls-in-progress=-1", "-overload-wait=-1s", "-overload-wait=11s", "-overload-close-above=-1", "-overload-sched-latency=-1ms", "-overload-sched-latency=11s"} {
 		_, err := loadConfig([]string{v}, envOf(nil))
 		require.Error(t, err, v)
 	}
@@ -198,6 +198,11 @@ func TestOverloadSettingsChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1000, cfg.MaxCallsInProgress)
 	assert.Equal(t, 50*time.Millisecond, cfg.OverloadWait)
+	assert.Equal(t, 0, cfg.OverloadCloseAbove, "every refusal closes its connection unless set")
+	assert.Zero(t, cfg.OverloadSchedLatency, "the limit is fixed unless set")
+	cfg, err = loadConfig([]string{"-overload-sched-latency=20ms", "-overload-close-above=2048"}, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 20*time.Millisecond, cfg.OverloadSchedLatency)
 	assert.Equal(t, 2048, cfg.OverloadCloseAbove)
 }
 
