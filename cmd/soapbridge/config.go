@@ -41,8 +41,10 @@ type Config struct {
 	RateLimit     float64 `yaml:"rate_limit" help:"most requests per second the bridge accepts in all (SOAP calls get a fault, the rest 429); 0: no limit"`
 	RateBurst     int     `yaml:"rate_burst" help:"requests accepted at once above the rate limit; twice the rate when 0"`
 
-	MaxCallsInProgress int           `yaml:"max_calls_in_progress" help:"most requests in progress on the public listener (/healthz aside); one more waits up to overload_wait for a slot, then gets 503 (a SOAP call: a Server fault) with Retry-After: 1 (0: no limit)"`
-	OverloadWait       time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once)"`
+	MaxCallsInProgress   int           `yaml:"max_calls_in_progress" help:"most requests in progress on the public listener (/healthz aside); one more waits up to overload_wait for a slot, then gets 503 (a SOAP call: a Server fault) with Retry-After: 1 (0: no limit)"`
+	OverloadWait         time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once)"`
+	OverloadSchedLatency time.Duration `yaml:"overload_sched_latency" help:"when set, the limit on calls in progress adapts: each 100 ms that runnable goroutines waited longer than this for a CPU (p99), it drops by a fifth (not under 100, nor under twice what the best recent throughput needs), and grows back by a twentieth while reached and under it, up to max_calls_in_progress (0: the limit is max_calls_in_progress, fixed)"`
+	OverloadCloseAbove   int           `yaml:"overload_close_above" help:"a refused request's connection is closed (Connection: close) only while more than this many client connections are open; below, the client keeps it for its retry (0: always closed)"`
 
 	AuthFailures int `yaml:"basic_auth_failures_per_minute" help:"wrong HTTP Basic credentials one caller address (behind trusted_proxies: the client they name) may send per minute, per bridge process; past them its calls for merchants with basic_user are refused without checking (0: no limit)"`
 
@@ -222,6 +224,8 @@ func (c *Config) validate() error {
 		{when(c.MaxConnsPerIP < 0, "max connections per IP must not be negative (0: no cap)"), "max_connections_per_ip"},
 		{when(c.MaxCallsInProgress < 0, "max calls in progress must not be negative (0: no limit)"), "max_calls_in_progress"},
 		{when(c.OverloadWait < 0 || c.OverloadWait > 10*time.Second, "overload wait: %v is not within 0..10s", c.OverloadWait), "overload_wait"},
+		{when(c.OverloadSchedLatency < 0 || c.OverloadSchedLatency > 10*time.Second, "overload sched latency: %v is not within 0..10s", c.OverloadSchedLatency), "overload_sched_latency"},
+		{when(c.OverloadCloseAbove < 0, "overload close above must not be negative (0: every refusal closes its connection)"), "overload_close_above"},
 		{when(c.RateLimit < 0 || c.RateBurst < 0, "rate limit and burst must not be negative (0: no limit)"), "rate_limit rate_burst"},
 		{when(c.AuthFailures < 0, "basic auth failures per minute must not be negative (0: no limit)"), "basic_auth_failures_per_minute"},
 		{when(c.MaxDepth < 0 || c.MaxRefs < 0, "max depth and max refs must not be negative (0: the default)"), "max_depth max_refs"},

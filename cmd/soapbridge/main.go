@@ -350,7 +350,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		closers = append(closers, stopAdmin)
 	}
 
-	srv := newHTTPServer(cfg, limitCalls(cfg, met, log, closeWhenDraining(e, ready.isDraining)), log)
+	srv := newHTTPServer(cfg, limitCalls(ctx, cfg, conns, met, log, closeWhenDraining(e, ready.isDraining)), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ready.serving()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,7 +24,9 @@ import (
 // answers in time. The limit is on requests in progress on the public
 // listener: one that finds max_calls_in_progress under way waits at most
 // overload_wait for a slot, then gets 503 (a SOAP call: a SOAP 1.1 Server
-// fault) with Retry-After: 1 and Connection: close. /healthz is never
+// fault) with Retry-After: 1 and Connection: close (with
+// overload_close_above set, only while more client connections than that
+// are open). /healthz is never
 // refused (a balancer must not take a busy replica for a dead one), nor is
 // the admin listener (a separate server).
 
@@ -36,7 +39,15 @@ type overloadLimiter struct {
 	soapPath string
 	log      *zap.Logger
 
-	slots      chan struct{} // nil: no limit (max 0), only counted
+	slots chan struct{} // nil: no limit (max 0), only counted
+	// closeAbove: a refusal closes its connection only while more than
+	// this many client connections are open (openConns); 0, or no count
+	// (an uncapped listener): every refusal closes.
+	closeAbove int
+	openConns  func() metrics.ConnStats
+	// adapt lowers the limit under max while the CPU cannot keep up
+	// (adaptive.go); nil: the limit is max, fixed.
+	adapt      *adaptiveLimit
 	inProgress atomic.Int64
 	refused    [len(metrics.OverloadRoutes)]atomic.Int64
 	timers     sync.Pool    // *time.Timer, for the wait: a refusal allocates nothing
@@ -70,8 +81,17 @@ const overloadLogEvery = 10 * time.Second
 
 // limitCalls wraps next (the public router) in the admission limit of
 // cfg, and registers its metrics with met (when not nil).
-func limitCalls(cfg Config, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
+// conns counts the listener's open connections (nil when uncapped). The
+// adaptive limit (overload_sched_latency) adjusts until ctx ends.
+func limitCalls(ctx context.Context, cfg Config, conns func() metrics.ConnStats, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
 	o := newOverloadLimiter(cfg.MaxCallsInProgress, cfg.OverloadWait, cfg.SOAPPath, log.Named("http"), next)
+	o.closeAbove, o.openConns = cfg.OverloadCloseAbove, conns
+	if o.slots != nil && cfg.OverloadSchedLatency > 0 {
+		o.adapt = newAdaptiveLimit(o.slots, o.max, cfg.OverloadSchedLatency)
+		go o.adapt.run(ctx)
+		log.Named("http").Info(fmt.Sprintf("the limit on calls in progress adapts between %d and %d: lower while runnable goroutines wait over %v for a CPU (p99, overload_sched_latency)",
+			o.adapt.floor, o.max, cfg.OverloadSchedLatency))
+	}
 	if met != nil {
 		met.SetOverload(o.stats)
 	}
@@ -107,12 +127,18 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	o.inProgress.Add(1)
 	defer o.done()
+	if o.adapt != nil {
+		defer o.adapt.finish(time.Now())
+	}
 	o.next.ServeHTTP(w, r)
 }
 
 func (o *overloadLimiter) done() {
 	o.inProgress.Add(-1)
-	if o.slots != nil {
+	switch {
+	case o.adapt != nil:
+		o.adapt.release()
+	case o.slots != nil:
 		<-o.slots
 	}
 }
@@ -123,6 +149,9 @@ func (o *overloadLimiter) admit() bool {
 	case o.slots <- struct{}{}:
 		return true
 	default:
+	}
+	if o.adapt != nil {
+		o.adapt.busy.Add(1)
 	}
 	if o.wait <= 0 {
 		return false
@@ -156,16 +185,23 @@ func (o *overloadLimiter) route(r *http.Request) int {
 
 // refuse answers 503 at once: a SOAP 1.1 Server fault to a SOAP call (a
 // legacy client reads nothing else; PHP's SoapClient throws it as a
-// SoapFault), a short page to the rest; Retry-After: 1 and Connection:
-// close on both (a client that retries comes back on a new connection,
-// which the listener's caps see). Nothing is allocated: the bodies and
-// header values are made once.
+// SoapFault), a short page to the rest; Retry-After: 1 on both, and
+// Connection: close, which gives the descriptor back (a client that
+// retries comes back on a new connection, which the listener's caps see).
+// With overload_close_above set, the connection stays open while no more
+// connections than that are open: a refused client that retries on it
+// costs the bridge a request, where a reconnect costs an accept, a
+// goroutine and the client a dial (not shown to help on a loaded machine:
+// docs/performance.md). Nothing is allocated: the bodies and header
+// values are made once.
 func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	route := o.route(r)
 	n := o.refused[route].Add(1)
 	h := w.Header()
 	h["Retry-After"] = retryAfterOne
-	h["Connection"] = connClose
+	if o.closeOnRefusal() {
+		h["Connection"] = connClose
+	}
 	body, length, ctype := o.page, o.pageLen, textPlain
 	if route == routeSOAP {
 		body, length, ctype = o.fault, o.faultLen, textXML
@@ -175,6 +211,11 @@ func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(body)
 	o.warn(route, n)
+}
+
+// closeOnRefusal: whether a refusal closes its connection now.
+func (o *overloadLimiter) closeOnRefusal() bool {
+	return o.closeAbove <= 0 || o.openConns == nil || o.openConns().Open > o.closeAbove
 }
 
 // warn logs a refusal at most once per overloadLogEvery, with the count
@@ -204,6 +245,9 @@ func (o *overloadLimiter) totalRefused() int64 {
 // stats are the limiter's figures for the metrics.
 func (o *overloadLimiter) stats() metrics.OverloadStats {
 	s := metrics.OverloadStats{InProgress: o.inProgress.Load(), Max: o.max}
+	if o.adapt != nil {
+		s.Max = int(o.adapt.limit.Load())
+	}
 	for i := range o.refused {
 		s.Refused[i] = o.refused[i].Load()
 	}

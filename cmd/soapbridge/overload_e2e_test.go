@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,10 +29,10 @@ type overloadEnv struct {
 	wsdl string // a copy of the served WSDL, read before the slots are full
 }
 
-func newOverloadEnv(t *testing.T) *overloadEnv {
+func newOverloadEnv(t *testing.T, env ...string) *overloadEnv {
 	t.Helper()
 	e := &overloadEnv{moneyEnv: newMoneyEnv(t, "10s", "20s",
-		withEnv("SOAPBRIDGE_MAX_CALLS_IN_PROGRESS=2", "SOAPBRIDGE_OVERLOAD_WAIT=10ms"))}
+		withEnv(append([]string{"SOAPBRIDGE_MAX_CALLS_IN_PROGRESS=2", "SOAPBRIDGE_OVERLOAD_WAIT=10ms"}, env...)...))}
 	e.id = operations.FormatInt(e.payment("plain"))
 	// The sandbox's notification of the payment reads the payment through
 	// the proxy too: it must be done before the holds.
@@ -83,33 +84,48 @@ func (e *overloadEnv) metric(series string) string {
 	return "absent"
 }
 
+// statusCall sends one paymentStatus of id over client; reused says
+// whether it went over a connection the client had already used.
+func (e *overloadEnv) statusCall(client *http.Client) (resp *http.Response, body string, reused bool) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.b.SOAPURL, strings.NewReader(soapEnvelope("paymentStatus", paymentStatusBody(e.t, e.id))))
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+	req.Header.Set("SOAPAction", `""`)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	}))
+	resp, err = client.Do(req)
+	require.NoError(e.t, err)
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(e.t, err)
+	return resp, string(raw), reused
+}
+
 // TestOverloadE2E: the running binary with max_calls_in_progress 2. Two
 // paymentStatus calls held at the gateway; the third is refused at once
-// with 503, a SOAP Server fault, Retry-After: 1 and Connection: close, and
-// counted; a GET of the WSDL gets a 503 page; /healthz still answers;
-// once the gateway lets the two go, both succeed and calls pass again.
+// with 503, a SOAP Server fault, Retry-After: 1 and Connection: close
+// (overload_close_above 0, the default), and counted; the client's next
+// call dials anew; a GET of the WSDL gets a 503 page; /healthz still
+// answers; once the gateway lets the two go, both succeed and calls pass
+// again.
 func TestOverloadE2E(t *testing.T) {
 	e := newOverloadEnv(t)
 	got := e.hold()
 	assert.Equal(t, "2", e.metric("soapbridge_calls_in_progress"))
 	assert.Equal(t, "2", e.metric("soapbridge_calls_in_progress_max"))
 
-	req, err := http.NewRequest(http.MethodPost, e.b.SOAPURL, strings.NewReader(soapEnvelope("paymentStatus", paymentStatusBody(t, e.id))))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-	req.Header.Set("SOAPAction", `""`)
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
+	resp, raw, _ := e.statusCall(client)
 	t.Logf("refused in %v", time.Since(start))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.True(t, resp.Close, "Connection: close")
-	assert.Contains(t, string(raw), "<faultcode>soapenv:Server</faultcode>")
-	assert.Contains(t, string(raw), "server busy: 2 calls in progress")
+	assert.Contains(t, raw, "<faultcode>soapenv:Server</faultcode>")
+	assert.Contains(t, raw, "server busy: 2 calls in progress")
 
 	code, page := adminGet(t, e.b.WSDLURL)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -130,9 +146,37 @@ func TestOverloadE2E(t *testing.T) {
 		a := e.soap("paymentStatus", paymentStatusBody(t, e.id))
 		assert.Equal(t, "CALL_COMPLETED", a.result, "after the release: %s", a)
 	}
+	// The refused client's connection was closed: its next call dials.
+	resp, raw, reused := e.statusCall(client)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, raw)
+	assert.Contains(t, raw, "CALL_COMPLETED")
+	assert.False(t, reused, "the refused call's connection was closed")
 	assert.Equal(t, "0", e.metric("soapbridge_calls_in_progress"))
 	assert.Equal(t, "1", e.metric(`soapbridge_overload_refusals_total{route="soap"}`))
 	assert.Contains(t, e.b.log.String(), "overloaded: refusing calls with 503")
+}
+
+// TestOverloadE2EKeepsConnectionBelowThreshold: with overload_close_above
+// 100, the few connections open are under it, so the refusal leaves its
+// connection open (no Connection: close) and the client's next call goes
+// over it.
+func TestOverloadE2EKeepsConnectionBelowThreshold(t *testing.T) {
+	e := newOverloadEnv(t, "SOAPBRIDGE_OVERLOAD_CLOSE_ABOVE=100")
+	got := e.hold()
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, raw, _ := e.statusCall(client)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, raw, "server busy: 2 calls in progress")
+	assert.False(t, resp.Close, "no Connection: close under overload_close_above")
+	e.proxy.Release()
+	for range 2 {
+		a := <-got
+		assert.Equal(t, "CALL_COMPLETED", a.result, a.String())
+	}
+	resp, raw, reused := e.statusCall(client)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, raw)
+	assert.True(t, reused, "the refused call's connection carried the next call")
 }
 
 // TestPHPOverloadFault: PHP's SoapClient, refused by the limit, throws a

@@ -190,7 +190,7 @@ func TestOverloadOffCountsOnly(t *testing.T) {
 }
 
 func TestOverloadSettingsChecked(t *testing.T) {
-	for _, v := range []string{"-max-calls-in-progress=-1", "-overload-wait=-1s", "-overload-wait=11s"} {
+	for _, v := range []string{"-max-calls-in-progress=-1", "-overload-wait=-1s", "-overload-wait=11s", "-overload-close-above=-1", "-overload-sched-latency=-1ms", "-overload-sched-latency=11s"} {
 		_, err := loadConfig([]string{v}, envOf(nil))
 		require.Error(t, err, v)
 	}
@@ -198,4 +198,52 @@ func TestOverloadSettingsChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1000, cfg.MaxCallsInProgress)
 	assert.Equal(t, 50*time.Millisecond, cfg.OverloadWait)
+	assert.Equal(t, 0, cfg.OverloadCloseAbove, "every refusal closes its connection unless set")
+	assert.Zero(t, cfg.OverloadSchedLatency, "the limit is fixed unless set")
+	cfg, err = loadConfig([]string{"-overload-sched-latency=20ms", "-overload-close-above=2048"}, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 20*time.Millisecond, cfg.OverloadSchedLatency)
+	assert.Equal(t, 2048, cfg.OverloadCloseAbove)
+}
+
+// A refusal keeps its connection while at most overload_close_above
+// client connections are open, and closes it (Connection: close) above;
+// with no count of connections (an uncapped listener) or a threshold of
+// 0, every refusal closes. The count is a stand-in: no timing involved.
+func TestOverloadClosesOnlyAboveTheConnectionThreshold(t *testing.T) {
+	open := 0
+	conns := func() metrics.ConnStats { return metrics.ConnStats{Open: open, Max: 100} }
+	refusal := func(closeAbove int, conns func() metrics.ConnStats) http.Header {
+		o := newOverloadLimiter(1, 0, soapPath, zap.NewNop(), http.NotFoundHandler())
+		o.closeAbove, o.openConns = closeAbove, conns
+		o.slots <- struct{}{} // the one slot is taken
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, nil))
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+		return rec.Header()
+	}
+	for _, c := range []struct {
+		open, closeAbove int
+		counted          bool
+		closes           bool
+	}{
+		{open: 10, closeAbove: 50, counted: true, closes: false},
+		{open: 50, closeAbove: 50, counted: true, closes: false},
+		{open: 51, closeAbove: 50, counted: true, closes: true},
+		{open: 10, closeAbove: 0, counted: true, closes: true},
+		{open: 10, closeAbove: 50, counted: false, closes: true},
+	} {
+		open = c.open
+		cs := conns
+		if !c.counted {
+			cs = nil
+		}
+		h := refusal(c.closeAbove, cs)
+		if c.closes {
+			assert.Equal(t, "close", h.Get("Connection"), "%+v", c)
+		} else {
+			assert.Empty(t, h.Values("Connection"), "%+v", c)
+		}
+	}
 }

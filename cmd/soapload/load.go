@@ -109,6 +109,23 @@ type result struct {
 	lat           []time.Duration // of every reply, good or bad (not refusals), sorted
 	elapsed       time.Duration
 	peakConns     int64 // most client connections open at once (the client's count)
+	// open loop: good replies received within the first earlyWindow of
+	// the phase (or its whole duration when shorter), and that window: how
+	// soon a cold server makes calls (issue 28: within 5 s of the start).
+	early       int
+	earlyWindow time.Duration
+}
+
+// earlyWindow is the start of an open loop whose made calls are counted
+// apart (result.early).
+const earlyWindow = 5 * time.Second
+
+// earlyRate is the good replies per second within the first earlyWindow.
+func (r result) earlyRate() float64 {
+	if r.earlyWindow <= 0 {
+		return 0
+	}
+	return float64(r.early) / r.earlyWindow.Seconds()
 }
 
 func (r *result) add(o result) {
@@ -243,6 +260,8 @@ func openLoop(client *http.Client, t target, rate int, d time.Duration, maxInFli
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
 	n := int(d / interval)
+	window := min(earlyWindow, d)
+	total.earlyWindow = window
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
 		time.Sleep(time.Until(due))
@@ -257,10 +276,14 @@ func openLoop(client *http.Client, t target, rate int, d time.Duration, maxInFli
 		wg.Go(func() {
 			defer func() { <-sem }()
 			o, why, err := t.do(context.Background(), client)
-			lat := time.Since(due)
+			now := time.Now()
+			lat := now.Sub(due)
 			mu.Lock()
 			defer mu.Unlock()
 			total.count(o, why, err, lat)
+			if o == made && now.Sub(start) <= window {
+				total.early++
+			}
 		})
 	}
 	wg.Wait()

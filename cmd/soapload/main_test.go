@@ -99,6 +99,7 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-relay-8", "slowgw-bridge-8", "slowgw-open-40",
 		"slowgw-cold-50", "slowgw-cold-50-limit20"}
 	assert.Contains(t, ratios, "cold start, open loop 50/s, max_calls_in_progress 20: made")
+	assert.Contains(t, ratios, "cold start, open loop 50/s, max_calls_in_progress 20: made in the first 5 s")
 	_, _, phpErr := phpTools()
 	if phpErr == nil {
 		want = append(want, "php-touch", "php-paymentStatus", "slowgw-php-8")
