@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 47
-	allocBudgetPaymentStatus         = 246
-	allocBudgetCreatePayment         = 586
-	allocBudgetCreatePaymentRepeated = 450
+	allocBudgetPaymentStatus         = 202
+	allocBudgetCreatePayment         = 551
+	allocBudgetCreatePaymentRepeated = 414
 )
 
 func skipAllocsUnderRace(*testing.T) {}
