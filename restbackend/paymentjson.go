@@ -48,6 +48,11 @@ type paymentBlock struct {
 	preauth Preauthorization
 	rec     Recurrence
 	eet     EET
+	// the payer's two string lists and additional_params, sliced to
+	// their length and capacity (an append copies)
+	strs   [8]string
+	nstrs  int
+	params [4]AdditionalParam
 }
 
 type jdec struct {
@@ -341,7 +346,14 @@ func (d *jdec) strings() ([]string, bool) {
 		tmp[n] = s
 		n++
 	}
-	out := make([]string, n)
+	b := d.block()
+	var out []string
+	if b.nstrs+n <= len(b.strs) {
+		out = b.strs[b.nstrs : b.nstrs+n : b.nstrs+n]
+		b.nstrs += n
+	} else {
+		out = make([]string, n)
+	}
 	copy(out, tmp[:n])
 	return out, true
 }
@@ -718,7 +730,12 @@ func (d *jdec) params() ([]AdditionalParam, bool) {
 		}
 		n++
 	}
-	out := make([]AdditionalParam, n)
+	var out []AdditionalParam
+	if b := d.block(); n <= len(b.params) {
+		out = b.params[:n:n]
+	} else {
+		out = make([]AdditionalParam, n)
+	}
 	copy(out, tmp[:n])
 	return out, true
 }
