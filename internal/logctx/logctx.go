@@ -26,13 +26,27 @@ func With(ctx context.Context, l *zap.Logger) context.Context {
 // logger WithRequestID makes under the returned context. The server sets
 // it before the adapters run.
 func WithClientIP(ctx context.Context, ip string) context.Context {
-	return context.WithValue(ctx, clientKey{}, ip)
+	return &clientCtx{Context: ctx, ip: ip} // one allocation, as reqid.With
+}
+
+type clientCtx struct {
+	context.Context
+	ip string
+}
+
+func (c *clientCtx) Value(k any) any {
+	if _, ok := k.(clientKey); ok {
+		return c
+	}
+	return c.Context.Value(k)
 }
 
 // ClientIP is the address WithClientIP recorded, or "".
 func ClientIP(ctx context.Context) string {
-	ip, _ := ctx.Value(clientKey{}).(string)
-	return ip
+	if c, ok := ctx.Value(clientKey{}).(*clientCtx); ok {
+		return c.ip
+	}
+	return ""
 }
 
 // WithRequestID makes base with a request_id field, and a client_ip field
