@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 43
-	allocBudgetPaymentStatus         = 196
-	allocBudgetCreatePayment         = 545
-	allocBudgetCreatePaymentRepeated = 408
+	allocBudgetPaymentStatus         = 192
+	allocBudgetCreatePayment         = 542
+	allocBudgetCreatePaymentRepeated = 405
 )
 
 func skipAllocsUnderRace(*testing.T) {}
