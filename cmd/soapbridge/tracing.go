@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -20,10 +21,11 @@ import (
 // the request's context, where the core reads it for the notifications a
 // call enqueues, with the caller's address (the peer, or behind a trusted
 // proxy the client it names: for the request loggers, logctx, and the
-// access log around it), and, when tracing is on, starts the call's root span: the
+// access log around it) and, through pin when not nil, the configuration
+// in force (snapshots.pin), and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
-func callContext(tr *tracing.Tracer, proxies *access.Proxies) echo.MiddlewareFunc {
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -31,6 +33,9 @@ func callContext(tr *tracing.Tracer, proxies *access.Proxies) echo.MiddlewareFun
 			ctx := reqid.With(r.Context(), id)
 			if a, ok := proxies.ClientAddr(r); ok {
 				ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
+			}
+			if pin != nil {
+				ctx = pin(ctx)
 			}
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
