@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -200,4 +201,44 @@ func TestStatusSignatureOneOrder(t *testing.T) {
 	assert.Equal(t, c.SignatureFields(), text.Fields())
 	assert.Equal(t, c.signedFields()[1], text.Untrimmed())
 	assert.Equal(t, " Kniha ", text.Untrimmed()[1])
+}
+
+// TestVerifyLongSignatureAndHexCases: a signature longer than verifyFields'
+// stack buffer (zero blocks after the digest, trimmed as the Java library's
+// padding is) verifies, in either letter case; odd lengths and non-hex
+// characters do not, as hex.DecodeString refuses them.
+func TestVerifyLongSignatureAndHexCases(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	fields := PaymentSessionFields("8123456789", "3000000001")
+	block, err := tripleDES(key)
+	require.NoError(t, err)
+	plain := append([]byte(hashHex(key, fields)), make([]byte, 40)...) // 80 bytes: over 64
+	out := make([]byte, len(plain))
+	ecb(block, out, plain, block.Encrypt)
+	sig := hex.EncodeToString(out)
+	assert.True(t, Verify(key, sig, fields...))
+	assert.True(t, Verify(key, strings.ToUpper(sig), fields...))
+	assert.False(t, Verify(key, sig, PaymentSessionFields("8123456789", "3000000002")...))
+	short, err := Sign(key, fields...)
+	require.NoError(t, err)
+	assert.True(t, Verify(key, " "+strings.ToUpper(short)+"\n", fields...))
+	for _, bad := range []string{short[1:], short[:len(short)-1] + "g", "x" + short[1:], short + "0"} {
+		assert.False(t, Verify(key, bad, fields...), bad)
+	}
+}
+
+// FuzzDecodeHex: decodeHex decodes what hex.DecodeString decodes and
+// refuses what it refuses.
+func FuzzDecodeHex(f *testing.F) {
+	for _, s := range []string{"", "0a", "0A", "abcdef0123456789ABCDEF", "0", "zz", "0g", "é0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf [8]byte
+		got, ok := decodeHex(buf[:0], s)
+		want, err := hex.DecodeString(s)
+		if ok != (err == nil) || (ok && !bytes.Equal(got, want)) {
+			t.Fatalf("decodeHex(%q) = %x, %v; hex.DecodeString %x, %v", s, got, ok, want, err)
+		}
+	})
 }

@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 43
-	allocBudgetPaymentStatus         = 192
-	allocBudgetCreatePayment         = 542
-	allocBudgetCreatePaymentRepeated = 405
+	allocBudgetPaymentStatus         = 184
+	allocBudgetCreatePayment         = 533
+	allocBudgetCreatePaymentRepeated = 396
 )
 
 func skipAllocsUnderRace(*testing.T) {}
