@@ -242,3 +242,17 @@ func FuzzDecodeHex(f *testing.F) {
 		}
 	})
 }
+
+// TestSessionAuthSignsPaymentSessionFields: the field list sessionAuth
+// verifies is PaymentSessionFields' of the request's values, and the
+// payment id is needed under the part's name.
+func TestSessionAuthSignsPaymentSessionFields(t *testing.T) {
+	goid, id := int64(8123456789), int64(3000000001)
+	a := sessionAuth("paymentSessionInfo")(&SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: "ab"})
+	require.Equal(t, [][]string{PaymentSessionFields("8123456789", "3000000001")}, a.signed)
+	require.Equal(t, []need{{"paymentSessionInfo.paymentSessionId", true}}, a.need)
+	require.Equal(t, "ab", a.sig)
+	a = sessionAuth("sessionInfo")(&SessionInfo{TargetGoID: &goid})
+	require.Equal(t, [][]string{PaymentSessionFields("8123456789", "")}, a.signed)
+	require.Equal(t, []need{{"sessionInfo.paymentSessionId", false}}, a.need)
+}
