@@ -9,7 +9,7 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 43
-	allocBudgetPaymentStatus         = 181
+	allocBudgetPaymentStatus         = 180
 	allocBudgetCreatePayment         = 533
 	allocBudgetCreatePaymentRepeated = 396
 )
