@@ -150,3 +150,35 @@ func FuzzDecodePayment(f *testing.F) {
 		sameAsStd(t, body)
 	})
 }
+
+// BenchmarkDecodePayment: the sandbox's status reply of a paid card
+// payment, by decodePayment and by encoding/json, in one run:
+//
+//	go test ./restbackend -run '^$' -bench DecodePayment -benchmem -count 6
+func BenchmarkDecodePayment(b *testing.B) {
+	body := []byte(`{"id":3000000001,"order_number":"42","state":"PAID","amount":12900,"currency":"CZK","payment_instrument":"PAYMENT_CARD",` +
+		`"payer":{"allowed_payment_instruments":["BANK_ACCOUNT","PAYMENT_CARD"],"default_payment_instrument":"BANK_ACCOUNT","allowed_swifts":["KOMBCZPP"],` +
+		`"default_swift":"KOMBCZPP","contact":{"first_name":"Jan","last_name":"Novák","email":"jan@example.cz","phone_number":"+420777123456",` +
+		`"city":"Praha","street":"Dlouhá 1","postal_code":"11000","country_code":"CZE"},"payment_card":{"card_number":"418803******0003",` +
+		`"card_expiration":"2912","card_brand":"VISA","card_issuer_country":"CZE","card_issuer_bank":"SANDBOX BANK, A.S.","3ds_result":"Y/Y"}},` +
+		`"target":{"type":"ACCOUNT","goid":8123456789},"additional_params":[{"name":"p1","value":"a"},{"name":"p4","value":"x\u0026y\u003cz\u003e"}],` +
+		`"lang":"CS","gw_url":"https://sandbox.test/gw/v3/T5eX1Y_9at4EHuCUepv-5-bC"}`)
+	b.Run("decodePayment", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p Payment
+			if !decodePayment(body, &p) {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p Payment
+			if err := json.Unmarshal(body, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

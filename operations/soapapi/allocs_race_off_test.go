@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 43
-	allocBudgetPaymentStatus         = 180
+	allocBudgetPaymentStatus         = 179
 	allocBudgetCreatePayment         = 533
-	allocBudgetCreatePaymentRepeated = 396
+	allocBudgetCreatePaymentRepeated = 395
 )
 
 func skipAllocsUnderRace(*testing.T) {}
