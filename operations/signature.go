@@ -149,14 +149,17 @@ func windows1250(s string) ([]byte, bool) {
 // original and its mojibake, whose windows-1250 bytes are the original's
 // UTF-8 bytes): both are the same signed request.
 func digestOf(secureKey string, fields []string, charset Charset) string {
-	joined := joinFields(secureKey, fields...)
-	b := []byte(joined)
+	var sum [sha1.Size]byte
 	if charset == CharsetWindows1250 {
+		joined := joinFields(secureKey, fields...)
+		b := []byte(joined)
 		if cp, ok := windows1250(joined); ok {
 			b = cp
 		}
+		sum = sha1.Sum(b)
+	} else {
+		sum = joinedSum(secureKey, fields)
 	}
-	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
 }
 

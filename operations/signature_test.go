@@ -256,3 +256,22 @@ func TestSessionAuthSignsPaymentSessionFields(t *testing.T) {
 	require.Equal(t, [][]string{PaymentSessionFields("8123456789", "")}, a.signed)
 	require.Equal(t, []need{{"sessionInfo.paymentSessionId", false}}, a.need)
 }
+
+// TestJoinedSumIsSHA1OfJoined: the digests signed, verified and kept in the
+// ledger (digestOf) are SHA-1 of joinFields' string, whether it fits
+// joinedSum's stack buffer or not, in both charsets.
+func TestJoinedSumIsSHA1OfJoined(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	for _, fields := range [][]string{nil, {""}, {"8123456789", "3000000001"}, {"žluťoučký kůň", strings.Repeat("x", 600)}} {
+		want := sha1.Sum([]byte(joinFields(key, fields...)))
+		assert.Equal(t, want, joinedSum(key, fields))
+		assert.Equal(t, hex.EncodeToString(want[:]), digestOf(key, fields, CharsetUTF8))
+		cp, ok := windows1250(joinFields(key, fields...))
+		if ok {
+			w := sha1.Sum(cp)
+			assert.Equal(t, hex.EncodeToString(w[:]), digestOf(key, fields, CharsetWindows1250))
+		} else {
+			assert.Equal(t, hex.EncodeToString(want[:]), digestOf(key, fields, CharsetWindows1250))
+		}
+	}
+}

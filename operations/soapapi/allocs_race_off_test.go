@@ -10,8 +10,8 @@ import "testing"
 const (
 	allocBudgetTouch                 = 43
 	allocBudgetPaymentStatus         = 179
-	allocBudgetCreatePayment         = 533
-	allocBudgetCreatePaymentRepeated = 395
+	allocBudgetCreatePayment         = 513
+	allocBudgetCreatePaymentRepeated = 375
 )
 
 func skipAllocsUnderRace(*testing.T) {}
