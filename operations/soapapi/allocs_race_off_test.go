@@ -10,8 +10,8 @@ import "testing"
 const (
 	allocBudgetTouch                 = 43
 	allocBudgetPaymentStatus         = 179
-	allocBudgetCreatePayment         = 513
-	allocBudgetCreatePaymentRepeated = 375
+	allocBudgetCreatePayment         = 510
+	allocBudgetCreatePaymentRepeated = 372
 )
 
 func skipAllocsUnderRace(*testing.T) {}
