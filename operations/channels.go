@@ -131,25 +131,28 @@ func reportedChannel(instrument, swift, list string) (string, bool) {
 	if !ok || list == "" {
 		return std, ok
 	}
-	var codes []string
-	for _, code := range strings.Split(list, ",") {
-		if code = trim(code); code != "" {
-			codes = append(codes, code)
+	// The list's codes, trimmed, empty ones skipped; read three times
+	// rather than collected (no slice per status reply).
+	codes := func(yield func(string) bool) {
+		for code := range strings.SplitSeq(list, ",") {
+			if code = trim(code); code != "" && !yield(code) {
+				return
+			}
 		}
 	}
 	if swift != "" {
-		for _, code := range codes {
+		for code := range codes {
 			if c, known := channelByCode(code); known && c.Instrument == instrument && c.Swift != "" && strings.EqualFold(c.Swift, swift) {
 				return code, true
 			}
 		}
 	}
-	for _, code := range codes {
+	for code := range codes {
 		if strings.EqualFold(code, std) {
 			return code, true
 		}
 	}
-	for _, code := range codes {
+	for code := range codes {
 		if c, known := channelByCode(code); known && c.Instrument == instrument && c.Swift == "" {
 			return code, true
 		}

@@ -102,9 +102,19 @@ func (s *Service) paymentRequest(ctx context.Context, c *PaymentCommand, m Merch
 		Callback:         s.callbacks(goid, token),
 		Preauthorization: c.PreAuthorization != nil && *c.PreAuthorization,
 	}
-	for i, p := range []string{c.P1, c.P2, c.P3, c.P4} {
+	ps := [...]string{c.P1, c.P2, c.P3, c.P4}
+	n := 0
+	for _, p := range ps {
 		if p != "" {
-			req.AdditionalParams = append(req.AdditionalParams, restbackend.AdditionalParam{Name: "p" + strconv.Itoa(i+1), Value: p})
+			n++
+		}
+	}
+	if n > 0 {
+		req.AdditionalParams = make([]restbackend.AdditionalParam, 0, n)
+		for i, p := range ps {
+			if p != "" {
+				req.AdditionalParams = append(req.AdditionalParams, restbackend.AdditionalParam{Name: paramNames[i], Value: p})
+			}
 		}
 	}
 	if c.RecurrentPayment != nil && *c.RecurrentPayment {
@@ -142,6 +152,9 @@ func recurrence(c *PaymentCommand) (*restbackend.Recurrence, *refusal) {
 	}
 	return rec, nil
 }
+
+// paramNames name the additional parameters p1..p4 in the REST call.
+var paramNames = [...]string{"p1", "p2", "p3", "p4"}
 
 // callbacks are the bridge's own endpoints given to the gateway, carrying
 // the payment's return token (see callbackSession); the gateway adds &id=P.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/operations/usage"
 )
 
@@ -99,16 +100,10 @@ func isFlow(op string) bool {
 	return false
 }
 
-type startKey struct{}
-
-// WithStart returns ctx carrying when the adapter started reading the call,
-// so that its duration counts the reading too.
-func WithStart(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, startKey{}, t)
-}
-
+// startOf is when the adapter started reading the call (logctx.WithCall),
+// so that its duration counts the reading too; else now.
 func startOf(ctx context.Context) time.Time {
-	if t, ok := ctx.Value(startKey{}).(time.Time); ok {
+	if t, ok := logctx.Start(ctx); ok {
 		return t
 	}
 	return time.Now()

@@ -124,7 +124,7 @@ type call struct {
 	verified bool
 	ctx      context.Context // the call's, for its logger and the usage record
 	log      *zap.Logger     // built on first use (logger)
-	start    time.Time       // when the call was read (WithStart)
+	start    time.Time       // when the call was read (logctx.WithCall)
 
 	// What a money call leaves for its reply (see once).
 	rec      store.CallRecord      // the ledger's record: acted now, replayed or reconciled

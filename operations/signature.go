@@ -37,7 +37,7 @@ func Sign(secureKey string, fields ...string) (string, error) {
 	// The SHA-1 hex digest (hashHex) is 40 bytes, whole DES blocks: no
 	// padding. Encrypted in place, in one buffer.
 	var plain [2 * sha1.Size]byte
-	sum := sha1.Sum([]byte(joinFields(secureKey, fields...)))
+	sum := joinedSum(secureKey, fields)
 	hex.Encode(plain[:], sum[:])
 	ecb(block, plain[:], plain[:], block.Encrypt)
 	return hex.EncodeToString(plain[:]), nil
@@ -102,15 +102,22 @@ func verifyFields(secureKey, signature string, alts [][]string) (int, Charset, b
 	if err != nil {
 		return 0, "", false
 	}
-	raw, err := hex.DecodeString(strings.TrimSpace(signature))
-	if err != nil || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
+	// Decoded and decrypted in a stack buffer when the signature fits it
+	// (the usual 40 bytes, the Java library's 48).
+	var rawBuf, plainBuf [64]byte
+	raw, ok := decodeHex(rawBuf[:0], strings.TrimSpace(signature))
+	if !ok || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
 		return 0, "", false
 	}
-	plain := make([]byte, len(raw))
+	plain := plainBuf[:0]
+	if len(raw) > len(plainBuf) {
+		plain = make([]byte, len(raw))
+	}
+	plain = plain[:len(raw)]
 	ecb(block, plain, raw, block.Decrypt)
 	plain = bytes.TrimRightFunc(plain, func(r rune) bool { return r <= ' ' })
 	for i, fields := range alts {
-		if hashEquals(plain, []byte(joinFields(secureKey, fields...))) {
+		if sumEquals(plain, joinedSum(secureKey, fields)) {
 			return i, CharsetUTF8, true
 		}
 	}
@@ -142,19 +149,26 @@ func windows1250(s string) ([]byte, bool) {
 // original and its mojibake, whose windows-1250 bytes are the original's
 // UTF-8 bytes): both are the same signed request.
 func digestOf(secureKey string, fields []string, charset Charset) string {
-	joined := joinFields(secureKey, fields...)
-	b := []byte(joined)
+	var sum [sha1.Size]byte
 	if charset == CharsetWindows1250 {
+		joined := joinFields(secureKey, fields...)
+		b := []byte(joined)
 		if cp, ok := windows1250(joined); ok {
 			b = cp
 		}
+		sum = sha1.Sum(b)
+	} else {
+		sum = joinedSum(secureKey, fields)
 	}
-	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
 }
 
 func hashEquals(plain, joined []byte) bool {
-	sum := sha1.Sum(joined)
+	return sumEquals(plain, sha1.Sum(joined))
+}
+
+// sumEquals tells in constant time whether plain is the hex of sum.
+func sumEquals(plain []byte, sum [sha1.Size]byte) bool {
 	var want [2 * sha1.Size]byte
 	hex.Encode(want[:], sum[:])
 	return subtle.ConstantTimeCompare(plain, want[:]) == 1
@@ -180,8 +194,51 @@ func joinFields(secureKey string, fields ...string) string {
 	return b.String()
 }
 
+// joinedSum is the SHA-1 of joinFields(secureKey, fields...), joined in a
+// stack buffer when it fits (the usual signed strings do).
+func joinedSum(secureKey string, fields []string) [sha1.Size]byte {
+	var buf [512]byte
+	b := buf[:0]
+	for _, f := range fields {
+		b = append(b, f...)
+		b = append(b, '|')
+	}
+	b = append(b, secureKey...)
+	return sha1.Sum(b)
+}
+
+// decodeHex appends the bytes of the hex s to dst, as hex.DecodeString
+// decodes them (either letter case); false for an odd length or a
+// character that is not a hex digit.
+func decodeHex(dst []byte, s string) ([]byte, bool) {
+	if len(s)%2 != 0 {
+		return nil, false
+	}
+	for i := 0; i < len(s); i += 2 {
+		hi, ok1 := hexDigit(s[i])
+		lo, ok2 := hexDigit(s[i+1])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		dst = append(dst, hi<<4|lo)
+	}
+	return dst, true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 func hashHex(secureKey string, fields []string) string {
-	sum := sha1.Sum([]byte(joinFields(secureKey, fields...)))
+	sum := joinedSum(secureKey, fields)
 	return hex.EncodeToString(sum[:])
 }
 

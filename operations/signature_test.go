@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -200,4 +201,77 @@ func TestStatusSignatureOneOrder(t *testing.T) {
 	assert.Equal(t, c.SignatureFields(), text.Fields())
 	assert.Equal(t, c.signedFields()[1], text.Untrimmed())
 	assert.Equal(t, " Kniha ", text.Untrimmed()[1])
+}
+
+// TestVerifyLongSignatureAndHexCases: a signature longer than verifyFields'
+// stack buffer (zero blocks after the digest, trimmed as the Java library's
+// padding is) verifies, in either letter case; odd lengths and non-hex
+// characters do not, as hex.DecodeString refuses them.
+func TestVerifyLongSignatureAndHexCases(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	fields := PaymentSessionFields("8123456789", "3000000001")
+	block, err := tripleDES(key)
+	require.NoError(t, err)
+	plain := append([]byte(hashHex(key, fields)), make([]byte, 40)...) // 80 bytes: over 64
+	out := make([]byte, len(plain))
+	ecb(block, out, plain, block.Encrypt)
+	sig := hex.EncodeToString(out)
+	assert.True(t, Verify(key, sig, fields...))
+	assert.True(t, Verify(key, strings.ToUpper(sig), fields...))
+	assert.False(t, Verify(key, sig, PaymentSessionFields("8123456789", "3000000002")...))
+	short, err := Sign(key, fields...)
+	require.NoError(t, err)
+	assert.True(t, Verify(key, " "+strings.ToUpper(short)+"\n", fields...))
+	for _, bad := range []string{short[1:], short[:len(short)-1] + "g", "x" + short[1:], short + "0"} {
+		assert.False(t, Verify(key, bad, fields...), bad)
+	}
+}
+
+// FuzzDecodeHex: decodeHex decodes what hex.DecodeString decodes and
+// refuses what it refuses.
+func FuzzDecodeHex(f *testing.F) {
+	for _, s := range []string{"", "0a", "0A", "abcdef0123456789ABCDEF", "0", "zz", "0g", "é0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf [8]byte
+		got, ok := decodeHex(buf[:0], s)
+		want, err := hex.DecodeString(s)
+		if ok != (err == nil) || (ok && !bytes.Equal(got, want)) {
+			t.Fatalf("decodeHex(%q) = %x, %v; hex.DecodeString %x, %v", s, got, ok, want, err)
+		}
+	})
+}
+
+// TestSessionAuthSignsPaymentSessionFields: the field list sessionAuth
+// verifies is PaymentSessionFields' of the request's values, and the
+// payment id is needed under the part's name.
+func TestSessionAuthSignsPaymentSessionFields(t *testing.T) {
+	goid, id := int64(8123456789), int64(3000000001)
+	a := sessionAuth("paymentSessionInfo")(&SessionInfo{TargetGoID: &goid, PaymentSessionID: &id, EncryptedSignature: "ab"})
+	require.Equal(t, [][]string{PaymentSessionFields("8123456789", "3000000001")}, a.signed)
+	require.Equal(t, []need{{"paymentSessionInfo.paymentSessionId", true}}, a.need)
+	require.Equal(t, "ab", a.sig)
+	a = sessionAuth("sessionInfo")(&SessionInfo{TargetGoID: &goid})
+	require.Equal(t, [][]string{PaymentSessionFields("8123456789", "")}, a.signed)
+	require.Equal(t, []need{{"sessionInfo.paymentSessionId", false}}, a.need)
+}
+
+// TestJoinedSumIsSHA1OfJoined: the digests signed, verified and kept in the
+// ledger (digestOf) are SHA-1 of joinFields' string, whether it fits
+// joinedSum's stack buffer or not, in both charsets.
+func TestJoinedSumIsSHA1OfJoined(t *testing.T) {
+	key := "Zf2mlwbW6mQLkGmDWzTXwXHU"
+	for _, fields := range [][]string{nil, {""}, {"8123456789", "3000000001"}, {"žluťoučký kůň", strings.Repeat("x", 600)}} {
+		want := sha1.Sum([]byte(joinFields(key, fields...)))
+		assert.Equal(t, want, joinedSum(key, fields))
+		assert.Equal(t, hex.EncodeToString(want[:]), digestOf(key, fields, CharsetUTF8))
+		cp, ok := windows1250(joinFields(key, fields...))
+		if ok {
+			w := sha1.Sum(cp)
+			assert.Equal(t, hex.EncodeToString(w[:]), digestOf(key, fields, CharsetWindows1250))
+		} else {
+			assert.Equal(t, hex.EncodeToString(want[:]), digestOf(key, fields, CharsetWindows1250))
+		}
+	}
 }

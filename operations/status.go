@@ -14,16 +14,26 @@ import (
 // sessionAuth reads an EPaymentSessionInfo sent as part: the goid and
 // payment it names, signed as paymentSession.
 func sessionAuth(part string) func(in *SessionInfo) auth {
+	idName := part + ".paymentSessionId"
 	return func(in *SessionInfo) auth {
 		if in == nil {
 			return auth{part: part, invalid: "missing " + part}
 		}
-		return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID, payment: in.PaymentSessionID,
-			need:   []need{{part + ".paymentSessionId", in.PaymentSessionID != nil}},
-			sig:    in.EncryptedSignature,
-			signed: [][]string{PaymentSessionFields(formatOptInt(in.TargetGoID), formatOptInt(in.PaymentSessionID))},
+		// The lists an auth points to, in one allocation.
+		b := &sessionAuthBlock{
+			need:   [1]need{{idName, in.PaymentSessionID != nil}},
+			fields: [2]string{formatOptInt(in.TargetGoID), formatOptInt(in.PaymentSessionID)}, // PaymentSessionFields' order
 		}
+		b.signed[0] = b.fields[:]
+		return auth{part: part, invalid: in.Invalid, goid: in.TargetGoID, payment: in.PaymentSessionID,
+			need: b.need[:], sig: in.EncryptedSignature, signed: b.signed[:]}
 	}
+}
+
+type sessionAuthBlock struct {
+	need   [1]need
+	fields [2]string
+	signed [1][]string
 }
 
 func badSignature(part string) *refusal {

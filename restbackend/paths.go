@@ -45,7 +45,18 @@ func FillPath(path string, values ...string) string {
 	return b.String()
 }
 
-// paymentPath is path (one of the Path* of a payment) for payment id.
+// paymentPath is path (one of the Path* of a payment) for payment id:
+// FillPath(path, strconv.FormatInt(id, 10)) in one allocation (digits and
+// a minus sign need no escaping).
 func paymentPath(path string, id int64) string {
-	return FillPath(path, strconv.FormatInt(id, 10))
+	i := strings.IndexByte(path, '{')
+	j := strings.IndexByte(path, '}')
+	if i < 0 || j < i {
+		return path
+	}
+	var buf [96]byte
+	b := append(buf[:0], path[:i]...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, path[j+1:]...)
+	return string(b)
 }

@@ -1,6 +1,8 @@
 package restbackend
 
 import (
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +41,17 @@ func TestFillPath(t *testing.T) {
 	assert.Equal(t, "/eshops/eshop/8123456789/payment-instruments/C%2FZ%20K", FillPath(PathInstruments, "8123456789", "C/Z K"))
 	assert.Equal(t, "/eshops/eshop/1/payment-instruments/{currency}", FillPath(PathInstruments, "1"))
 	assert.Equal(t, PathStatement, FillPath(PathStatement, "ignored"))
+}
+
+// TestPaymentPathIsFillPath: paymentPath fills a payment's path as
+// FillPath does, for every payment path and any id.
+func TestPaymentPathIsFillPath(t *testing.T) {
+	for _, p := range []string{PathPayment, PathRefund, PathRefunds, PathCreateRecurrence, PathVoidRecurrence, PathCapture,
+		PathVoidAuthorization, PathCreatePayment, PathCard} {
+		for _, id := range []int64{0, 1, -5, 3000000001, math.MaxInt64, math.MinInt64} {
+			if got, want := paymentPath(p, id), FillPath(p, strconv.FormatInt(id, 10)); got != want {
+				t.Errorf("paymentPath(%q, %d) = %q, FillPath %q", p, id, got, want)
+			}
+		}
+	}
 }

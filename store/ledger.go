@@ -120,14 +120,18 @@ func (k CallKey) legacy() CallKey {
 // RequestHash is the hex SHA-256 of fields, each length-prefixed so that
 // ("ab","c") and ("a","bc") differ.
 func RequestHash(fields ...string) string {
-	h := sha256.New()
-	var n [8]byte
+	// The same bytes hashed at once from a stack buffer when they fit
+	// (they do for the ledger's fields): one allocation, the hex.
+	var buf [1024]byte
+	b := buf[:0]
 	for _, f := range fields {
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+		b = binary.BigEndian.AppendUint64(b, uint64(len(f)))
+		b = append(b, f...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // CallState is the state of a ledger entry.

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -352,4 +355,26 @@ func ledgerSuite(t *testing.T, fresh freshDSN) {
 			unlock()
 		}
 	})
+}
+
+// TestRequestHashUnchanged: the hash the ledger stores is the SHA-256 of
+// each field's length (8 bytes, big-endian) and bytes, in order, whether
+// the fields fit RequestHash's stack buffer or not: entries written before
+// keep matching their calls.
+func TestRequestHashUnchanged(t *testing.T) {
+	// Computed apart (Python hashlib) from the definition above.
+	assert.Equal(t, "589d205be992840e310efe6655eaba68d811cdf4cad49f2975d722b0828acc18", store.RequestHash("3000000001", "3000", "první refund"))
+	streamed := func(fields ...string) string {
+		h := sha256.New()
+		var n [8]byte
+		for _, f := range fields {
+			binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+			h.Write(n[:])
+			h.Write([]byte(f))
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	for _, fields := range [][]string{nil, {""}, {"a", "bc"}, {strings.Repeat("x", 1000), "y"}, {strings.Repeat("é", 3000)}} {
+		assert.Equal(t, streamed(fields...), store.RequestHash(fields...))
+	}
 }

@@ -255,8 +255,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	svc.Follow(snaps.merchantSet)
 	met.Follow(snaps.series)
 
-	e := newEcho(log, tr, proxies)
-	e.Use(snaps.pin)
+	e := newEcho(log, tr, proxies, snaps.pin)
 	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,18 +25,19 @@ import (
 // newEcho returns the router with the middleware every request goes
 // through, outermost first: request id, access log (which also records the
 // caller's address, after proxies, for the request's log lines), call
-// context (request id, trace), panic recovery. What differs between the
+// context (request id, caller's address, the configuration pinned by pin
+// when not nil, trace), panic recovery. What differs between the
 // SOAP endpoint and the rest is in each route group's own chain
 // (soapRoute, webRoutes).
-func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies) *echo.Echo {
+func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
 	e.Use(
 		dropBadRequestID,
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
-		accessLog(log.Named("http"), proxies),
-		callContext(tr),
+		accessLog(log.Named("http")),
+		callContext(tr, proxies, pin),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
 	)
 	return e
@@ -166,27 +168,18 @@ func healthzUnless(draining func() bool) echo.HandlerFunc {
 	}
 }
 
-// clientIPKey holds the caller's address in the echo context, from the
-// access log to callContext.
-const clientIPKey = "soapbridge.client_ip"
-
 // accessLog logs one line per request: method, path (never the query: the
 // legacy flows carry signatures there), status, bytes, duration, request
 // id, the connection's peer (remote) and the caller (client_ip: the peer,
-// or behind a trusted proxy the client it names). Bodies are never logged.
-// Health probes log at debug level. The caller's address goes on to
-// callContext, which puts it in the request's context, so that the
-// adapters' request loggers (logctx.WithRequestID) put it on every line of
-// the call.
-func accessLog(log *zap.Logger, proxies *access.Proxies) echo.MiddlewareFunc {
+// or behind a trusted proxy the client it names, as callContext, inside it,
+// put it into the request's context for the adapters' request loggers).
+// Bodies are never logged. Health probes log at debug level. A line costs
+// its encoding buffer (zap's pool) and one write: the fields are put into
+// a pooled array, not a new slice per line.
+func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
-			client := ""
-			if a, ok := proxies.ClientAddr(c.Request()); ok {
-				client = a.String()
-				c.Set(clientIPKey, client) // into the request's context with the request id (callContext)
-			}
 			if err := next(c); err != nil {
 				c.Error(err) // writes the reply, so the status below is final
 			}
@@ -200,21 +193,25 @@ func accessLog(log *zap.Logger, proxies *access.Proxies) echo.MiddlewareFunc {
 			}
 			// Check first: the fields are built only for a line that is written.
 			if ce := log.Check(level, "request"); ce != nil {
-				ce.Write(
-					zap.String("method", r.Method),
-					zap.String("path", r.URL.Path),
-					zap.Int("status", res.Status),
-					zap.Int64("bytes", res.Size),
-					zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-					zap.String("request_id", requestID(c)),
-					zap.String("remote", r.RemoteAddr),
-					zap.String("client_ip", client),
-				)
+				fs := accessFields.Get().(*[8]zap.Field)
+				fs[0] = zap.String("method", r.Method)
+				fs[1] = zap.String("path", r.URL.Path)
+				fs[2] = zap.Int("status", res.Status)
+				fs[3] = zap.Int64("bytes", res.Size)
+				fs[4] = zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
+				fs[5] = zap.String("request_id", requestID(c))
+				fs[6] = zap.String("remote", r.RemoteAddr)
+				fs[7] = zap.String("client_ip", logctx.ClientIP(r.Context()))
+				ce.Write(fs[:]...) // the cores encode the fields, none keeps the slice
+				*fs = [8]zap.Field{}
+				accessFields.Put(fs)
 			}
 			return nil
 		}
 	}
 }
+
+var accessFields = sync.Pool{New: func() any { return new([8]zap.Field) }}
 
 func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
 

@@ -274,7 +274,7 @@ func testEcho(t *testing.T) (*echo.Echo, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg := defaultConfig()
 	log := zap.New(core)
-	e := newEcho(log, tracing.Disabled(), &access.Proxies{})
+	e := newEcho(log, tracing.Disabled(), &access.Proxies{}, nil)
 	soapRoute(e, cfg.SOAPPath, func(echo.Context) error { panic("boom in SOAP") }, nil, log)
 	rest := webRoutes(e, nil, func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithCancel(ctx) })
 	rest.GET("/panic", func(echo.Context) error { panic("boom") })

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/metrics"
 	"github.com/legacybridge/soapbridge/operations"
@@ -102,17 +100,13 @@ func (s *snapshots) has(ctx context.Context, goid int64) bool {
 // pin loads the snapshot once per request and puts its merchant set and
 // rule set into the request's context: each call is judged by exactly one
 // configuration from its access rules to its reply, even while a reload
-// swaps another in.
-func (s *snapshots) pin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		sn := s.load()
-		if sn == nil {
-			return next(c)
-		}
-		req := c.Request()
-		ctx := operations.WithMerchants(req.Context(), sn.merchants)
-		ctx = access.WithRules(ctx, sn.rules)
-		c.SetRequest(req.WithContext(ctx))
-		return next(c)
+// swaps another in. callContext runs it with the request id and the
+// caller's address, so that the request is copied once for all three.
+func (s *snapshots) pin(ctx context.Context) context.Context {
+	sn := s.load()
+	if sn == nil {
+		return ctx
 	}
+	ctx = operations.WithMerchants(ctx, sn.merchants)
+	return access.WithRules(ctx, sn.rules)
 }

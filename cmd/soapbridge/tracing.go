@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
@@ -15,18 +19,23 @@ import (
 
 // callContext puts the request id (set by echo's RequestID before it) in
 // the request's context, where the core reads it for the notifications a
-// call enqueues, with the caller's address the access log found (for the
-// request loggers, logctx), and, when tracing is on, starts the call's root span: the
+// call enqueues, with the caller's address (the peer, or behind a trusted
+// proxy the client it names: for the request loggers, logctx, and the
+// access log around it) and, through pin when not nil, the configuration
+// in force (snapshots.pin), and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
-func callContext(tr *tracing.Tracer) echo.MiddlewareFunc {
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			id := requestID(c)
 			ctx := reqid.With(r.Context(), id)
-			if ip, _ := c.Get(clientIPKey).(string); ip != "" {
-				ctx = logctx.WithClientIP(ctx, ip)
+			if a, ok := proxies.ClientAddr(r); ok {
+				ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
+			}
+			if pin != nil {
+				ctx = pin(ctx)
 			}
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
@@ -52,6 +61,17 @@ func callContext(tr *tracing.Tracer) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// addrText is a's text: the host of remote itself when it reads the same
+// (the usual case, a peer that is no proxy), else a new string.
+func addrText(a netip.Addr, remote string) string {
+	var buf [64]byte
+	b := a.AppendTo(buf[:0])
+	if host, _, err := net.SplitHostPort(remote); err == nil && host == string(b) {
+		return host
+	}
+	return string(b)
 }
 
 // trimAction is a SOAPAction without its quotes and namespace ("urn:x#op",

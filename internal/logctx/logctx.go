@@ -7,6 +7,7 @@ package logctx
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -25,13 +26,27 @@ func With(ctx context.Context, l *zap.Logger) context.Context {
 // logger WithRequestID makes under the returned context. The server sets
 // it before the adapters run.
 func WithClientIP(ctx context.Context, ip string) context.Context {
-	return context.WithValue(ctx, clientKey{}, ip)
+	return &clientCtx{Context: ctx, ip: ip} // one allocation, as reqid.With
+}
+
+type clientCtx struct {
+	context.Context
+	ip string
+}
+
+func (c *clientCtx) Value(k any) any {
+	if _, ok := k.(clientKey); ok {
+		return c
+	}
+	return c.Context.Value(k)
 }
 
 // ClientIP is the address WithClientIP recorded, or "".
 func ClientIP(ctx context.Context) string {
-	ip, _ := ctx.Value(clientKey{}).(string)
-	return ip
+	if c, ok := ctx.Value(clientKey{}).(*clientCtx); ok {
+		return c.ip
+	}
+	return ""
 }
 
 // WithRequestID makes base with a request_id field, and a client_ip field
@@ -43,6 +58,39 @@ func ClientIP(ctx context.Context) string {
 // line.
 func WithRequestID(ctx context.Context, base *zap.Logger, id string) context.Context {
 	return context.WithValue(ctx, key{}, &lazy{base: base, id: id, ip: ClientIP(ctx)})
+}
+
+// WithCall is WithRequestID that also records when the adapter started
+// reading the call (Start), in one allocation: the returned context is the
+// record itself, answering for both keys and asking ctx for any other.
+func WithCall(ctx context.Context, base *zap.Logger, id string, start time.Time) context.Context {
+	return &call{Context: ctx, lazy: lazy{base: base, id: id, ip: ClientIP(ctx)}, start: start}
+}
+
+type startKey struct{}
+
+type call struct {
+	context.Context
+	lazy  lazy
+	start time.Time
+}
+
+func (c *call) Value(k any) any {
+	switch k.(type) {
+	case key:
+		return &c.lazy
+	case startKey:
+		return c // not c.start: a time.Time in an interface is an allocation
+	}
+	return c.Context.Value(k)
+}
+
+// Start is the time WithCall recorded, if any.
+func Start(ctx context.Context) (time.Time, bool) {
+	if c, ok := ctx.Value(startKey{}).(*call); ok {
+		return c.start, true
+	}
+	return time.Time{}, false
 }
 
 type lazy struct {

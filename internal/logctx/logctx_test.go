@@ -3,6 +3,7 @@ package logctx
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -55,4 +56,38 @@ func TestWithRequestIDCarriesClientIP(t *testing.T) {
 		require.Equal(t, "req-2", e.ContextMap()["request_id"], e.Message)
 	}
 	require.Empty(t, ClientIP(context.Background()))
+}
+
+// TestWithCall: one context value that is the request logger (with the
+// client's address recorded before it), the start time, and passes every
+// other key, cancellation and deadline on to its parent.
+func TestWithCall(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	base := zap.New(core)
+	type other struct{}
+	parent, cancel := context.WithCancel(context.WithValue(WithClientIP(context.Background(), "192.0.2.7"), other{}, "kept"))
+	start := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	ctx := WithCall(parent, base, "req-2", start)
+
+	From(ctx, nil).Info("one")
+	got, ok := Start(ctx)
+	require.True(t, ok)
+	require.Equal(t, start, got)
+	_, ok = Start(parent)
+	require.False(t, ok, "no WithCall: no start")
+	require.Equal(t, "kept", ctx.Value(other{}))
+	require.Equal(t, "192.0.2.7", ClientIP(ctx))
+	require.Len(t, logs.All(), 1)
+	require.Equal(t, "req-2", logs.All()[0].ContextMap()["request_id"])
+	require.Equal(t, "192.0.2.7", logs.All()[0].ContextMap()["client_ip"])
+
+	// Detached and bounded as a call is (operations.Service.CallContext).
+	inner, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Hour)
+	defer stop()
+	got, _ = Start(inner)
+	require.Equal(t, start, got)
+	require.Same(t, From(ctx, nil), From(inner, nil))
+	cancel()
+	require.Error(t, ctx.Err(), "the parent's cancellation")
+	require.NoError(t, inner.Err(), "detached")
 }

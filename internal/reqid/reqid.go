@@ -10,15 +10,30 @@ import (
 
 type key struct{}
 
-// With returns ctx carrying id.
+// With returns ctx carrying id, in one allocation: the node answers the
+// key with itself (a string put in an interface would be a second one).
 func With(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, key{}, id)
+	return &idCtx{Context: ctx, id: id}
+}
+
+type idCtx struct {
+	context.Context
+	id string
+}
+
+func (c *idCtx) Value(k any) any {
+	if _, ok := k.(key); ok {
+		return c
+	}
+	return c.Context.Value(k)
 }
 
 // From returns the request id in ctx, or "".
 func From(ctx context.Context) string {
-	id, _ := ctx.Value(key{}).(string)
-	return id
+	if c, ok := ctx.Value(key{}).(*idCtx); ok {
+		return c.id
+	}
+	return ""
 }
 
 // New returns a fresh request id: 32 hex digits from the runtime's

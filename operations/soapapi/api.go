@@ -315,9 +315,8 @@ func (a *API) Handler() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		// Log lines of this call carry the request id of the access log;
-		// its duration counts from here.
-		ctx := logctx.WithRequestID(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID))
-		ctx = operations.WithStart(ctx, time.Now())
+		// its duration counts from here (one context value for both).
+		ctx := logctx.WithCall(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID), time.Now())
 		// Detached from the client's connection and bounded by the call
 		// deadline from here on: the upload of the body, the wait for a
 		// parse slot and every gateway call. No POST starts unless it can
