@@ -21,6 +21,11 @@ func TestRefusesNonLoopbackTargets(t *testing.T) {
 		require.Error(t, err, u)
 		assert.Contains(t, err.Error(), "only loopback")
 	}
+	for _, a := range []string{"10.0.0.1:6061", "example.com:6061", ":6061", "127.0.0.1"} {
+		err := run([]string{"-slowgw-admin", a, "-quick"}, io.Discard)
+		require.Error(t, err, a)
+		assert.Contains(t, err.Error(), "-slowgw-admin", a)
+	}
 }
 
 func TestMeasuresAgainstBaseline(t *testing.T) {

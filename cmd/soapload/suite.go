@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,6 +43,7 @@ type suiteConfig struct {
 	maxConns    int            // the client's own cap on open connections per server
 	coldRates   []int          // open-loop rates of the cold-start scenarios
 	coldLimits  []int          // max_calls_in_progress of the cold-start scenarios with a limit
+	slowAdmin   string         // admin listener of bridge-slowgw (pprof, /metrics); empty: off
 }
 
 // The demo merchant of the sandbox and the bridge.
@@ -75,6 +77,7 @@ func runSuite(args []string, out io.Writer) error {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (servers' logs and configurations) for a look afterwards")
 	fs.IntVar(&c.maxConns, "max-conns", 4000, "most connections the load client opens to one server (a request over it waits in the client, counted from when it was due)")
 	coldRates := fs.String("cold-rates", "2000,4000", "open-loop rates (calls/s) of the cold-start scenarios slowgw-cold-R: a bridge started fresh on the slow gateway, loaded at once; empty: none")
+	fs.StringVar(&c.slowAdmin, "slowgw-admin", "", "loopback address for bridge-slowgw's admin listener (pprof, /metrics) to profile it during a run, e.g. 127.0.0.1:6061; default: off, as in every other bridge")
 	coldLimits := fs.String("cold-limits", "1000", "max_calls_in_progress of the cold-start scenarios slowgw-cold-R-limitN (slowgw-cold-R itself runs without a limit); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,6 +102,12 @@ func runSuite(args []string, out io.Writer) error {
 			return fmt.Errorf("-only: %w", err)
 		}
 		c.only = re
+	}
+	if c.slowAdmin != "" {
+		host, _, err := net.SplitHostPort(c.slowAdmin)
+		if err != nil || !loopback(host) {
+			return fmt.Errorf("-slowgw-admin %q: a loopback host:port", c.slowAdmin)
+		}
 	}
 	var err error
 	if c.coldRates, err = intList("-cold-rates", *coldRates, 1, 50000); err != nil {
@@ -379,7 +388,11 @@ func (b *bench) setUp(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	slow, slowURL, err := bridge("bridge-slowgw", slowGW)
+	var slowExtra []string
+	if b.cfg.slowAdmin != "" {
+		slowExtra = append(slowExtra, "SOAPBRIDGE_ADMIN_LISTEN="+b.cfg.slowAdmin)
+	}
+	slow, slowURL, err := b.bridge("bridge-slowgw", slowGW, slowExtra...)
 	if err != nil {
 		return err
 	}
