@@ -47,22 +47,7 @@ func BenchmarkSOAPHandlerPaymentStatus(b *testing.B) {
 	h := newHarness(b)
 	paid(h)
 	h.rec.quiet = true
-	body, err := os.ReadFile(filepath.Join(goldenDir, "paymentStatus", "request.xml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := echo.New()
-	e.POST("/axis/EPaymentServiceV2", h.api.Handler())
-	b.ReportAllocs()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/axis/EPaymentServiceV2", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-		w := httptest.NewRecorder()
-		e.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatal(w.Code)
-		}
-	}
+	serveLoop(b, h.api.Handler(), readGolden(b, "paymentStatus"))
 }
 
 // BenchmarkSOAPHandlerTouch: the whole handler for touch with a production
