@@ -1,6 +1,7 @@
 package restbackend
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -446,112 +447,104 @@ var paymentNames = []string{"id", "parent_id", "order_number", "state", "sub_sta
 	"payment_instrument", "payer", "target", "additional_params", "lang", "recurrence", "preauthorization", "eet", "gw_url"}
 
 func (d *jdec) payment(p *Payment) bool {
-	if !d.next('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		switch key {
+	return d.object(paymentNames, func(i int) (ok bool) {
+		switch paymentNames[i] {
 		case "id":
-			ok = once(&seen, 0)
-			if ok {
-				p.ID, ok = d.int64()
-			}
+			p.ID, ok = d.int64()
 		case "parent_id":
-			ok = once(&seen, 1)
-			if ok {
-				p.ParentID, ok = d.int64()
-			}
+			p.ParentID, ok = d.int64()
 		case "order_number":
-			ok = once(&seen, 2)
-			if ok {
-				p.OrderNumber, ok = d.str()
-			}
+			p.OrderNumber, ok = d.str()
 		case "state":
-			ok = once(&seen, 3)
-			if ok {
-				p.State, ok = d.str()
-			}
+			p.State, ok = d.str()
 		case "sub_state":
-			ok = once(&seen, 4)
-			if ok {
-				p.SubState, ok = d.str()
-			}
+			p.SubState, ok = d.str()
 		case "amount":
-			ok = once(&seen, 5)
-			if ok {
-				p.Amount, ok = d.int64()
-			}
+			p.Amount, ok = d.int64()
 		case "currency":
-			ok = once(&seen, 6)
-			if ok {
-				p.Currency, ok = d.str()
-			}
+			p.Currency, ok = d.str()
 		case "payment_instrument":
-			ok = once(&seen, 7)
-			if ok {
-				p.PaymentInstrument, ok = d.str()
-			}
+			p.PaymentInstrument, ok = d.str()
 		case "payer":
-			ok = once(&seen, 8) && d.payer(&d.block().payer)
+			ok = d.payer(&d.block().payer)
 			if ok {
 				p.Payer = &d.blk.payer
 			}
 		case "target":
-			ok = once(&seen, 9) && d.target(&d.block().target)
+			ok = d.target(&d.block().target)
 			if ok {
 				p.Target = &d.blk.target
 			}
 		case "additional_params":
-			ok = once(&seen, 10)
-			if ok {
-				p.AdditionalParams, ok = d.params()
-			}
+			p.AdditionalParams, ok = d.params()
 		case "lang":
-			ok = once(&seen, 11)
-			if ok {
-				p.Lang, ok = d.str()
-			}
+			p.Lang, ok = d.str()
 		case "recurrence":
-			ok = once(&seen, 12) && d.recurrence(&d.block().rec)
+			ok = d.recurrence(&d.block().rec)
 			if ok {
 				p.Recurrence = &d.blk.rec
 			}
 		case "preauthorization":
-			ok = once(&seen, 13) && d.preauth(&d.block().preauth)
+			ok = d.preauth(&d.block().preauth)
 			if ok {
 				p.Preauthorization = &d.blk.preauth
 			}
 		case "eet":
-			ok = once(&seen, 14) && d.eet(&d.block().eet)
+			ok = d.eet(&d.block().eet)
 			if ok {
 				p.EET = &d.blk.eet
 			}
 		case "gw_url":
-			ok = once(&seen, 15)
-			if ok {
-				p.GwURL, ok = d.str()
-			}
-		default:
-			ok = d.unknown(key, paymentNames)
+			p.GwURL, ok = d.str()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 var payerNames = []string{"allowed_payment_instruments", "default_payment_instrument", "allowed_swifts", "default_swift",
 	"contact", "verify_pin", "allowed_card_token", "request_card_token", "payment_card", "bank_account"}
 
 func (d *jdec) payer(p *Payer) bool {
+	return d.object(payerNames, func(i int) (ok bool) {
+		switch payerNames[i] {
+		case "allowed_payment_instruments":
+			p.AllowedPaymentInstruments, ok = d.strings()
+		case "default_payment_instrument":
+			p.DefaultPaymentInstrument, ok = d.str()
+		case "allowed_swifts":
+			p.AllowedSwifts, ok = d.strings()
+		case "default_swift":
+			p.DefaultSwift, ok = d.str()
+		case "contact":
+			ok = d.contact(&d.block().contact)
+			if ok {
+				p.Contact = &d.blk.contact
+			}
+		case "verify_pin":
+			p.VerifyPin, ok = d.str()
+		case "allowed_card_token":
+			p.AllowedCardToken, ok = d.str()
+		case "request_card_token":
+			p.RequestCardToken, ok = d.bool()
+		case "payment_card":
+			ok = d.card(&d.block().card)
+			if ok {
+				p.PaymentCard = &d.blk.card
+			}
+		case "bank_account":
+			ok = d.bank(&d.block().bank)
+			if ok {
+				p.BankAccount = &d.blk.bank
+			}
+		}
+		return ok
+	})
+}
+
+// object reads an object whose known members are names: value(i) reads
+// the value of the member named names[i], each at most once (a duplicate
+// is encoding/json's); a member named none of them is skipped (unknown).
+func (d *jdec) object(names []string, value func(i int) bool) bool {
 	if !d.next('{') {
 		return false
 	}
@@ -564,59 +557,10 @@ func (d *jdec) payer(p *Payer) bool {
 		if done {
 			return true
 		}
-		switch key {
-		case "allowed_payment_instruments":
-			ok = once(&seen, 0)
-			if ok {
-				p.AllowedPaymentInstruments, ok = d.strings()
-			}
-		case "default_payment_instrument":
-			ok = once(&seen, 1)
-			if ok {
-				p.DefaultPaymentInstrument, ok = d.str()
-			}
-		case "allowed_swifts":
-			ok = once(&seen, 2)
-			if ok {
-				p.AllowedSwifts, ok = d.strings()
-			}
-		case "default_swift":
-			ok = once(&seen, 3)
-			if ok {
-				p.DefaultSwift, ok = d.str()
-			}
-		case "contact":
-			ok = once(&seen, 4) && d.contact(&d.block().contact)
-			if ok {
-				p.Contact = &d.blk.contact
-			}
-		case "verify_pin":
-			ok = once(&seen, 5)
-			if ok {
-				p.VerifyPin, ok = d.str()
-			}
-		case "allowed_card_token":
-			ok = once(&seen, 6)
-			if ok {
-				p.AllowedCardToken, ok = d.str()
-			}
-		case "request_card_token":
-			ok = once(&seen, 7)
-			if ok {
-				p.RequestCardToken, ok = d.bool()
-			}
-		case "payment_card":
-			ok = once(&seen, 8) && d.card(&d.block().card)
-			if ok {
-				p.PaymentCard = &d.blk.card
-			}
-		case "bank_account":
-			ok = once(&seen, 9) && d.bank(&d.block().bank)
-			if ok {
-				p.BankAccount = &d.blk.bank
-			}
-		default:
-			ok = d.unknown(key, payerNames)
+		if i := slices.Index(names, key); i < 0 {
+			ok = d.unknown(key, names)
+		} else {
+			ok = once(&seen, uint(i)) && value(i)
 		}
 		if !ok {
 			return false
@@ -627,34 +571,10 @@ func (d *jdec) payer(p *Payer) bool {
 // stringMembers reads an object whose members are all strings: fields[i]
 // is the member named names[i].
 func (d *jdec) stringMembers(names []string, fields []*string) bool {
-	if !d.next('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		i := 0
-		for i < len(names) && names[i] != key {
-			i++
-		}
-		if i == len(names) {
-			ok = d.unknown(key, names)
-		} else {
-			ok = once(&seen, uint(i))
-			if ok {
-				*fields[i], ok = d.str()
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
+	return d.object(names, func(i int) (ok bool) {
+		*fields[i], ok = d.str()
+		return ok
+	})
 }
 
 var contactNames = []string{"first_name", "last_name", "email", "phone_number", "city", "street", "postal_code", "country_code"}
@@ -682,36 +602,15 @@ func (d *jdec) bank(b *BankAccount) bool {
 var targetNames = []string{"type", "goid"}
 
 func (d *jdec) target(t *Target) bool {
-	if !d.next('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		switch key {
+	return d.object(targetNames, func(i int) (ok bool) {
+		switch targetNames[i] {
 		case "type":
-			ok = once(&seen, 0)
-			if ok {
-				t.Type, ok = d.str()
-			}
+			t.Type, ok = d.str()
 		case "goid":
-			ok = once(&seen, 1)
-			if ok {
-				t.GoID, ok = d.int64()
-			}
-		default:
-			ok = d.unknown(key, targetNames)
+			t.GoID, ok = d.int64()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // params reads additional_params.
@@ -745,115 +644,45 @@ var paramNames = []string{"name", "value"}
 var recurrenceNames = []string{"recurrence_cycle", "recurrence_period", "recurrence_date_to", "recurrence_state"}
 
 func (d *jdec) recurrence(r *Recurrence) bool {
-	if !d.next('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		switch key {
+	return d.object(recurrenceNames, func(i int) (ok bool) {
+		switch recurrenceNames[i] {
 		case "recurrence_cycle":
-			ok = once(&seen, 0)
-			if ok {
-				r.RecurrenceCycle, ok = d.str()
-			}
+			r.RecurrenceCycle, ok = d.str()
 		case "recurrence_period":
-			ok = once(&seen, 1)
-			if ok {
-				r.RecurrencePeriod, ok = d.int64()
-			}
+			r.RecurrencePeriod, ok = d.int64()
 		case "recurrence_date_to":
-			ok = once(&seen, 2)
-			if ok {
-				r.RecurrenceDateTo, ok = d.str()
-			}
+			r.RecurrenceDateTo, ok = d.str()
 		case "recurrence_state":
-			ok = once(&seen, 3)
-			if ok {
-				r.RecurrenceState, ok = d.str()
-			}
-		default:
-			ok = d.unknown(key, recurrenceNames)
+			r.RecurrenceState, ok = d.str()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 var preauthNames = []string{"requested", "state"}
 
 func (d *jdec) preauth(p *Preauthorization) bool {
-	if !d.next('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		switch key {
+	return d.object(preauthNames, func(i int) (ok bool) {
+		switch preauthNames[i] {
 		case "requested":
-			ok = once(&seen, 0)
-			if ok {
-				p.Requested, ok = d.bool()
-			}
+			p.Requested, ok = d.bool()
 		case "state":
-			ok = once(&seen, 1)
-			if ok {
-				p.State, ok = d.str()
-			}
-		default:
-			ok = d.unknown(key, preauthNames)
+			p.State, ok = d.str()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 var eetNames = []string{"celk_trzba", "zakl_dan1", "dan1", "zakl_dan2", "dan2", "mena"}
 
 func (d *jdec) eet(e *EET) bool {
-	if !d.next('{') {
-		return false
-	}
 	ints := [...]*int64{&e.CelkTrzba, &e.ZaklDan1, &e.Dan1, &e.ZaklDan2, &e.Dan2}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := d.member(n)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		i := 0
-		for i < len(eetNames) && eetNames[i] != key {
-			i++
-		}
-		switch {
-		case i == len(eetNames):
-			ok = d.unknown(key, eetNames)
-		case !once(&seen, uint(i)):
-			ok = false
-		case i < len(ints):
+	return d.object(eetNames, func(i int) (ok bool) {
+		if i < len(ints) {
 			*ints[i], ok = d.int64()
-		default:
+		} else {
 			e.Mena, ok = d.str()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
