@@ -7,6 +7,7 @@ package doccheck
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -368,8 +369,38 @@ func (s *session) stopAll() {
 	}
 }
 
+// freePort picks a free port outside the kernel's ephemeral range. A port
+// from ":0" is an ephemeral one, and a document's server binds its port
+// only after the commands before it ran (tens of seconds); meanwhile any
+// outgoing connection of the tests running beside it may take that port
+// as its local one ("bind: address already in use", seen in CI). No
+// outgoing connection and no ":0" listener ever gets a port outside the
+// range, so only another caller of freePort could, and each checks its
+// pick is free.
 func freePort(t *testing.T) string {
 	t.Helper()
+	lo, hi := 32768, 60999 // Linux's default, when the range cannot be read
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if l, err := strconv.Atoi(f[0]); err == nil {
+				lo = l
+			}
+			if h, err := strconv.Atoi(f[1]); err == nil {
+				hi = h
+			}
+		}
+	}
+	from, to := 10000, lo // below the range, where it starts high enough
+	if lo-from < 1000 {
+		from, to = hi+1, 65536
+	}
+	for range 200 {
+		port := strconv.Itoa(from + rand.IntN(to-from))
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			ln.Close()
+			return port
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
