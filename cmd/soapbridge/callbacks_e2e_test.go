@@ -105,7 +105,16 @@ func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
 			}
 			seen := map[string]int{}
 			var previous string
+			var started time.Time
 			for run := 1; run <= 3; run++ {
+				// In memory the sandbox seeds its ids from the clock in tenths
+				// of a second, above the last run's ids when that run made
+				// fewer than ten payments a second (restbackend/sandbox,
+				// idBase): a run makes one, so the next starts 200 ms after
+				// it at the earliest (two starts in one tenth handed out the
+				// same id on a fast machine).
+				time.Sleep(time.Until(started.Add(200 * time.Millisecond)))
+				started = time.Now()
 				b := startBridge(t, withDB(db), withEnv(env...))
 				shop.setBridge(b.URL)
 				if previous != "" && mode == "state file" {
