@@ -81,29 +81,9 @@ func TestReloadStormJudgesEachCallByOneConfig(t *testing.T) {
 			denied, unknown = underY, underX
 		}
 		body := bodies[goid]
-		env := `<?xml version="1.0" encoding="UTF-8"?>` +
-			`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
-			`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
-			`xmlns:ns2="http://gate.gopay.cz/ws" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
-			`<SOAP-ENV:Body><ns1:paymentStatus>` + body + `</ns1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.SOAPURL, strings.NewReader(env))
+		doc, err := postPaymentStatus(client, b.SOAPURL, body)
 		if err != nil {
 			return "", err
-		}
-		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-		req.Header.Set("SOAPAction", `""`)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return "", err
-		}
-		doc := etree.NewDocument()
-		if err := doc.ReadFromBytes(raw); err != nil {
-			return "", fmt.Errorf("%w: %s", err, raw)
 		}
 		if f := doc.FindElement("//faultstring"); f != nil {
 			if f.Text() == "access denied: calls for goid "+goid+" are not accepted from address 127.0.0.1" {
@@ -218,29 +198,9 @@ func TestReloadStormUsageKeepsEachServedCall(t *testing.T) {
 	// call says how the bridge answered: "fault: …", or the result
 	// description.
 	call := func() (string, error) {
-		env := `<?xml version="1.0" encoding="UTF-8"?>` +
-			`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
-			`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
-			`xmlns:ns2="http://gate.gopay.cz/ws" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
-			`<SOAP-ENV:Body><ns1:paymentStatus>` + body + `</ns1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.SOAPURL, strings.NewReader(env))
+		doc, err := postPaymentStatus(client, b.SOAPURL, body)
 		if err != nil {
 			return "", err
-		}
-		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
-		req.Header.Set("SOAPAction", `""`)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return "", err
-		}
-		doc := etree.NewDocument()
-		if err := doc.ReadFromBytes(raw); err != nil {
-			return "", fmt.Errorf("%w: %s", err, raw)
 		}
 		if f := doc.FindElement("//faultstring"); f != nil {
 			return "fault: " + f.Text(), nil
@@ -344,4 +304,34 @@ func TestRefusedReloadChangesNoSnapshotPart(t *testing.T) {
 	assert.True(t, labelled(goidD))
 	assert.False(t, labelled(stormGoidB))
 	assert.True(t, listed(goidD))
+}
+
+// postPaymentStatus sends a paymentStatus call with body as its parameters
+// and parses the reply.
+func postPaymentStatus(client *http.Client, soapURL, body string) (*etree.Document, error) {
+	env := `<?xml version="1.0" encoding="UTF-8"?>` +
+		`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/" xmlns:ns1="http://axis.web.gopay.cz" ` +
+		`xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+		`xmlns:ns2="http://gate.gopay.cz/ws" SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">` +
+		`<SOAP-ENV:Body><ns1:paymentStatus>` + body + `</ns1:paymentStatus></SOAP-ENV:Body></SOAP-ENV:Envelope>`
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, soapURL, strings.NewReader(env))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+	req.Header.Set("SOAPAction", `""`)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(raw); err != nil {
+		return nil, fmt.Errorf("%w: %s", err, raw)
+	}
+	return doc, nil
 }
