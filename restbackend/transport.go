@@ -33,6 +33,13 @@ func newPooledHTTPClient(timeout time.Duration, maxIdle int) *http.Client {
 		MaxIdleConnsPerHost:   maxIdle, // one gateway host
 		MaxConnsPerHost:       0,       // no cap: a cap would queue calls behind slow ones
 		IdleConnTimeout:       90 * time.Second,
+		// Half of net/http's 4 KiB each: a request (headers, a createPayment
+		// body) and a reply fit in 2 KiB, a longer one takes another read or
+		// write; the buffers live as long as the connection, one per call
+		// in flight and per idle one (issue 28: memory per call held by a
+		// slow gateway).
+		ReadBufferSize:  2 << 10,
+		WriteBufferSize: 2 << 10,
 	}
 	return &http.Client{
 		Transport: tr,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 
 	"net/http"
 	"strings"
@@ -88,7 +90,53 @@ func TestGCDefaultsYieldToEnvironment(t *testing.T) {
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left to the runtime")
 	assert.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 
-	applyGCDefaults(envOf(nil))
-	assert.Equal(t, defaultGOGC, debug.SetGCPercent(100))
+	debug.SetMemoryLimit(math.MaxInt64)
+	applyGCDefaults(envOf(map[string]string{"GOGC": "100"}))
 	assert.Equal(t, int64(defaultMemLimitMB<<20), debug.SetMemoryLimit(math.MaxInt64))
+}
+
+// The headroom is Go's GOGC 100 (as much as the collector scans) but never
+// under the floor.
+func TestGCPercentFor(t *testing.T) {
+	const floor = 32 << 20
+	assert.Equal(t, gcPercentMax, gcPercentFor(0, floor), "nothing scanned yet")
+	assert.Equal(t, gcPercentMax, gcPercentFor(1<<20, floor), "an idle heap: capped")
+	assert.Equal(t, 400, gcPercentFor(8<<20, floor), "8 MiB scanned: the floor's 32 MiB of headroom")
+	assert.Equal(t, 100, gcPercentFor(32<<20, floor))
+	assert.Equal(t, 100, gcPercentFor(300<<20, floor), "a large heap: Go's own 100")
+}
+
+// After each collection GOGC follows what it scanned: a large live heap
+// gets Go's 100-like headroom, the same process idle the floor's.
+func TestGCPacingFollowsEachCollection(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const floor = 64 << 20
+	p := startGCPacing(floor)
+	defer p.stop()
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	percent := func() int {
+		metrics.Read(gogc)
+		return int(gogc[0].Value.Uint64())
+	}
+
+	held := make([][]byte, 48) // 48 MiB live: GOGC near 64/48 × 100
+	for i := range held {
+		held[i] = make([]byte, 1<<20)
+	}
+	// A sentinel armed while a collection marks survives it: collect
+	// until the pacing has seen one with the heap held.
+	var got int
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		got = percent()
+		return got >= 100 && got <= 140
+	}, 10*time.Second, 10*time.Millisecond, "48 MiB live, floor 64 MiB: GOGC about 64/48 × 100")
+	runtime.KeepAlive(held)
+
+	held = nil
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		got = percent()
+		return got >= 400
+	}, 10*time.Second, 10*time.Millisecond, "the heap released: GOGC back near its cap")
 }
