@@ -242,7 +242,7 @@ func (s *Service) createPolicy(ctx context.Context, c *call, in *PaymentCommand)
 // readReplay reads the status of the payment a ledger record names, for a
 // repeat answered from the ledger.
 func (c *call) readReplay(ctx context.Context, rec store.CallRecord) {
-	st, p, err := c.s.statusFor(ctx, c.m, rec.PaymentID)
+	st, p, err := c.s.statusFor(ctx, &c.m, rec.PaymentID)
 	c.replay = &replay{st: st, p: p, err: err}
 }
 

@@ -85,8 +85,10 @@ func (m Merchant) keys(now time.Time) []string {
 }
 
 // Credentials are m's OAuth2 credentials, the previous client secret
-// included while it is in force.
-func (m Merchant) Credentials() restbackend.Credentials {
+// included while it is in force. A pointer receiver: a call does not copy
+// the whole Merchant into its caller's frame, which a status call holds
+// while it waits for the gateway (issue 28).
+func (m *Merchant) Credentials() restbackend.Credentials {
 	cr := m.Account.Credentials()
 	if !m.previousSecretInForce(time.Now()) {
 		cr.PreviousSecret = ""

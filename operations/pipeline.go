@@ -182,32 +182,11 @@ func serve[In, Out any](ctx context.Context, s *Service, r *row[In, Out], in *In
 // signature), the row's checks, the ledger (money), the reply and its
 // signature. Nothing acts or is learnt before the verification passed.
 func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, result Result, err error) {
-	refused := func(rf *refusal) (Out, Result, error) {
-		c.refused(rf)
-		out := r.fail(c, in, rf)
-		if c.known && r.sign != nil {
-			if err := r.sign(c, out, c.signingKey()); err != nil {
-				c.logger().Error("signing a reply failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
-			}
-		}
-		if rf.badSig {
-			return out, ResultBadSignature, nil
-		}
-		return out, ResultRefused, nil
-	}
-	failed := func(err error) (Out, Result, error) {
-		var rf *refusal
-		if errors.As(err, &rf) {
-			return refused(rf)
-		}
-		var zero Out
-		return zero, ResultServerError, err
-	}
 	if r.auth == nil {
 		c.verified = true // names no merchant: nothing to verify
 	} else {
 		if rf := c.authenticate(ctx, r.auth(in)); rf != nil {
-			return refused(rf)
+			return r.refused(c, in, rf)
 		}
 		// Verified: only now may the call spend its merchant's rate.
 		if err := c.admit(ctx); err != nil {
@@ -217,28 +196,60 @@ func (r *row[In, Out]) run(ctx context.Context, c *call, in *In) (out Out, resul
 	}
 	if r.check != nil {
 		if rf := r.check(c, in); rf != nil {
-			return refused(rf)
+			return r.refused(c, in, rf)
 		}
 	}
 	if r.money != nil {
 		pol, rf := r.money(ctx, c, in)
 		if rf != nil {
-			return refused(rf)
+			return r.refused(c, in, rf)
 		}
 		if c.rec, err = c.s.once(ctx, c, pol); err != nil {
-			return failed(err)
+			return r.failed(c, in, err)
 		}
 	}
 	out, err = r.reply(ctx, c, in)
 	if err != nil {
-		return failed(err)
+		return r.failed(c, in, err)
 	}
 	if r.sign != nil && c.known {
 		if err := r.sign(c, out, c.signingKey()); err != nil {
-			return failed(err)
+			return r.failed(c, in, err)
 		}
 	}
 	return out, ResultOK, nil
+}
+
+// refused is the reply to a refused call: the row's failure reply,
+// signed when the merchant is known. run's exits are methods, not
+// closures, so that run's frame, held under the wait for the gateway by
+// every call in flight, stays small (issue 28).
+//
+//go:noinline
+func (r *row[In, Out]) refused(c *call, in *In, rf *refusal) (Out, Result, error) {
+	c.refused(rf)
+	out := r.fail(c, in, rf)
+	if c.known && r.sign != nil {
+		if err := r.sign(c, out, c.signingKey()); err != nil {
+			c.logger().Error("signing a reply failed", zap.Int64("goid", c.m.GoID), zap.Error(err))
+		}
+	}
+	if rf.badSig {
+		return out, ResultBadSignature, nil
+	}
+	return out, ResultRefused, nil
+}
+
+// failed is run's outcome of err: a refusal's reply, else a server error.
+//
+//go:noinline
+func (r *row[In, Out]) failed(c *call, in *In, err error) (Out, Result, error) {
+	var rf *refusal
+	if errors.As(err, &rf) {
+		return r.refused(c, in, rf)
+	}
+	var zero Out
+	return zero, ResultServerError, err
 }
 
 // authenticate finds the merchant a request names and checks what it

@@ -47,7 +47,7 @@ var paymentStatusRow = &row[SessionInfo, *PaymentStatus]{
 	name: "paymentStatus",
 	auth: sessionAuth("paymentSessionInfo"),
 	reply: func(ctx context.Context, c *call, _ *SessionInfo) (*PaymentStatus, error) {
-		st, _, err := c.s.statusFor(ctx, c.m, *c.payment)
+		st, _, err := c.s.statusFor(ctx, &c.m, *c.payment)
 		return st, err
 	},
 	fail: failStatus[SessionInfo],
@@ -59,7 +59,7 @@ var paymentStatusWCustRow = &row[SessionInfo, *PaymentStatusWCust]{
 	name: "paymentStatusWCust",
 	auth: sessionAuth("paymentSessionInfo"),
 	reply: func(ctx context.Context, c *call, _ *SessionInfo) (*PaymentStatusWCust, error) {
-		st, p, err := c.s.statusFor(ctx, c.m, *c.payment)
+		st, p, err := c.s.statusFor(ctx, &c.m, *c.payment)
 		if err != nil {
 			return nil, err
 		}
@@ -75,11 +75,20 @@ var paymentStatusWCustRow = &row[SessionInfo, *PaymentStatusWCust]{
 // status (unsigned), productName taken from the bridge's session (the
 // parent's for a recurring child without one). The error is a *refusal
 // (the gateway refused) or a *ServerError.
-func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*PaymentStatus, *restbackend.Payment, error) {
+func (s *Service) statusFor(ctx context.Context, m *Merchant, id int64) (*PaymentStatus, *restbackend.Payment, error) {
 	p, err := s.gw.PaymentStatus(ctx, m.Credentials(), id)
 	if err != nil {
 		return nil, nil, s.gatewayFailed(ctx, "payment status", m.GoID, id, err)
 	}
+	return s.statusOf(ctx, m, p)
+}
+
+// statusOf is statusFor once the gateway replied: apart so that its
+// locals are not in statusFor's frame under the wait for the gateway
+// (held per call in flight, issue 28).
+//
+//go:noinline
+func (s *Service) statusOf(ctx context.Context, m *Merchant, p *restbackend.Payment) (*PaymentStatus, *restbackend.Payment, error) {
 	sess, found, err := s.sessionOf(ctx, p.ID, p.ParentID)
 	if err != nil {
 		return nil, nil, err
@@ -88,7 +97,7 @@ func (s *Service) statusFor(ctx context.Context, m Merchant, id int64) (*Payment
 	if found {
 		product = &sess.ProductName
 	}
-	st := statusFromPayment(p, m, product)
+	st := statusFromPayment(p, *m, product)
 	if found { // the channel as the shop knows it (a code of earlier years it listed)
 		st.PaymentChannel = paymentChannelOf(p, sess.PaymentChannels)
 	}

@@ -257,7 +257,17 @@ func (c *Client) send(ctx context.Context, r *request, auth []string, attempt in
 
 	start := time.Now()
 	rep, err := c.exchange(ctx, r, req, sent)
-	if o, t := c.cfg.Observer, endSpan; o != nil || t != nil {
+	return c.settle(r, attempt, start, sent, endSpan, rep, err)
+}
+
+// settle reports an exchange (observer, span, debug log) and types its
+// error. Apart from send so that send's frame stays small: send waits for
+// the gateway, and every byte of the frames under that wait is held per
+// call in flight (issue 28); the log fields of the cold paths live here.
+//
+//go:noinline
+func (c *Client) settle(r *request, attempt int, start time.Time, sent *atomic.Bool, endSpan func(int, error), rep *reply, err error) (*reply, error) {
+	if o := c.cfg.Observer; o != nil || endSpan != nil {
 		status := 0
 		if err == nil {
 			status = rep.status
@@ -267,8 +277,8 @@ func (c *Client) send(ctx context.Context, r *request, auth []string, attempt in
 		if o != nil {
 			o.ObserveGateway(r.op, status, time.Since(start))
 		}
-		if t != nil {
-			t(status, err)
+		if endSpan != nil {
+			endSpan(status, err)
 		}
 	}
 	fields := func() []zap.Field {

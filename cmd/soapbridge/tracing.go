@@ -29,38 +29,55 @@ func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.C
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			id := requestID(c)
-			ctx := reqid.With(r.Context(), id)
-			if a, ok := proxies.ClientAddr(r); ok {
-				ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
-			}
-			if pin != nil {
-				ctx = pin(ctx)
-			}
+			ctx := callValues(c, r, proxies, pin)
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
 				return next(c)
 			}
-			// The route, not the URL: bounded names.
-			ctx, span := tr.StartCall(ctx, r.Method+" "+c.Path(), id)
-			defer span.End()
-			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
-			if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {
-				span.SetAttributes(attribute.String("soap.action", trimAction(a)))
-			}
-			c.SetRequest(r.WithContext(ctx))
-			err := next(c)
-			if err != nil {
-				c.Error(err) // writes the reply, so the status below is final
-			}
-			st := c.Response().Status
-			span.SetAttributes(attribute.Int("http.response.status_code", st))
-			if st >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(st))
-			}
-			return nil
+			return traced(c, r, ctx, tr, next)
 		}
 	}
+}
+
+// callValues is the context of a call: its request id, the client's
+// address, the pinned configuration. callContext's steps are functions of
+// their own so that its frame, held under the wait for the gateway by
+// every call in flight, stays small (issue 28).
+//
+//go:noinline
+func callValues(c echo.Context, r *http.Request, proxies *access.Proxies, pin func(context.Context) context.Context) context.Context {
+	ctx := reqid.With(r.Context(), requestID(c))
+	if a, ok := proxies.ClientAddr(r); ok {
+		ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
+	}
+	if pin != nil {
+		ctx = pin(ctx)
+	}
+	return ctx
+}
+
+// traced serves a call inside its span.
+//
+//go:noinline
+func traced(c echo.Context, r *http.Request, ctx context.Context, tr *tracing.Tracer, next echo.HandlerFunc) error {
+	// The route, not the URL: bounded names.
+	ctx, span := tr.StartCall(ctx, r.Method+" "+c.Path(), requestID(c))
+	defer span.End()
+	span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
+	if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {
+		span.SetAttributes(attribute.String("soap.action", trimAction(a)))
+	}
+	c.SetRequest(r.WithContext(ctx))
+	err := next(c)
+	if err != nil {
+		c.Error(err) // writes the reply, so the status below is final
+	}
+	st := c.Response().Status
+	span.SetAttributes(attribute.Int("http.response.status_code", st))
+	if st >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(st))
+	}
+	return nil
 }
 
 // addrText is a's text: the host of remote itself when it reads the same

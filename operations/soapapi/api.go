@@ -186,15 +186,34 @@ func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response
 // check). Every call ends in the core: served (Service.Invoke), or, when
 // this adapter ends it first, told as unserved (Service.Unserved).
 func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, error) {
+	ctx, b, in, goid, err := a.admit(ctx, call, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.svc.Invoke(ctx, b.row, in)
+	if err != nil {
+		return nil, a.failed(ctx, call.Operation.Local, goid, err)
+	}
+	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
+	return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}, nil
+}
+
+// admit finds the call's operation, decodes its input and applies the
+// access rules. invoke's steps before and after the operation are
+// functions of their own so that invoke's frame, under the wait for the
+// gateway, stays small: its bytes are held per call in flight (issue 28).
+//
+//go:noinline
+func (a *API) admit(ctx context.Context, call *soapenc.Call, req *http.Request) (context.Context, *binding, any, int64, error) {
 	if call == nil {
 		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
-		return nil, clientFault("empty request")
+		return ctx, nil, nil, 0, clientFault("empty request")
 	}
 	name := call.Operation.Local
 	bs, ok := a.ops[name]
 	if !ok {
 		a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
-		return nil, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
+		return ctx, nil, nil, 0, clientFault("unknown operation " + soapenc.QuoteName(name) + " (namespace " + soapenc.QuoteName(call.Operation.Space) + ")")
 	}
 	if call.Operation.Space != wsdl.NSInput {
 		logctx.From(ctx, a.log).Debug("operation in unexpected namespace", zap.String("op", name), zap.String("ns", call.Operation.Space))
@@ -208,16 +227,6 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 		in = p.Interface()
 	}
 	goid := b.goidOf(in)
-	refused := func(err error) *soapenc.Fault {
-		reason := access.ReasonNetwork
-		if d, ok := access.IsDenied(err); ok {
-			reason = d.Reason
-		}
-		logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", goid), zap.String("reason", err.Error()),
-			zap.String("reason_code", reason))
-		a.svc.NoteRefusal(ctx, name, goid, reason, "")
-		return clientFault(err.Error())
-	}
 	if a.guard != nil && req != nil && goid != 0 {
 		// Access rules first; the rate once the core has verified the call
 		// (operations.Admission), so a forged call spends none of it.
@@ -227,24 +236,38 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 				result = operations.ResultRateLimited
 			}
 			a.svc.Unserved(ctx, name, goid, result)
-			return nil, refused(err)
+			return ctx, nil, nil, 0, a.refused(ctx, name, goid, err)
 		}
 		ctx = operations.WithAdmission(ctx, a.guard.Spend)
 	}
-	out, err := a.svc.Invoke(ctx, b.row, in)
+	return ctx, b, in, goid, nil
+}
+
+// failed is the fault of an operation that returned err.
+//
+//go:noinline
+func (a *API) failed(ctx context.Context, name string, goid int64, err error) error {
 	if _, ok := access.IsDenied(err); ok {
-		return nil, refused(err) // the core recorded it (ResultRateLimited)
+		return a.refused(ctx, name, goid, err) // the core recorded it (ResultRateLimited)
 	}
-	if err != nil {
-		var se *operations.ServerError
-		if errors.As(err, &se) {
-			return nil, serverFault(se.Msg)
-		}
-		logctx.From(ctx, a.log).Error("operation failed", zap.String("op", name), zap.Error(err))
-		return nil, serverFault("internal error")
+	var se *operations.ServerError
+	if errors.As(err, &se) {
+		return serverFault(se.Msg)
 	}
-	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: name, Return: ret}, nil
+	logctx.From(ctx, a.log).Error("operation failed", zap.String("op", name), zap.Error(err))
+	return serverFault("internal error")
+}
+
+// refused logs and notes a call the access rules refused; its fault.
+func (a *API) refused(ctx context.Context, name string, goid int64, err error) *soapenc.Fault {
+	reason := access.ReasonNetwork
+	if d, ok := access.IsDenied(err); ok {
+		reason = d.Reason
+	}
+	logctx.From(ctx, a.log).Warn("call refused", zap.String("op", name), zap.Int64("goid", goid), zap.String("reason", err.Error()),
+		zap.String("reason_code", reason))
+	a.svc.NoteRefusal(ctx, name, goid, reason, "")
+	return clientFault(err.Error())
 }
 
 // inputPart is the part of a call: the one named as in the WSDL (any
@@ -268,9 +291,9 @@ func inputPart(call *soapenc.Call, bs []binding) *soapenc.Value {
 // chooseOverload picks the overload (refundPayment has two) whose part type
 // the sent part has: its xsi:type (in any namespace) or, untyped, its
 // members (amount, currency or description make an ERefundRequest).
-func chooseOverload(bs []binding, part *soapenc.Value) binding {
+func chooseOverload(bs []binding, part *soapenc.Value) *binding {
 	if len(bs) == 1 || part == nil {
-		return bs[0]
+		return &bs[0]
 	}
 	typ := part.Type.Local
 	if _, ok := goTypes[typ]; !ok {
@@ -284,20 +307,20 @@ func chooseOverload(bs []binding, part *soapenc.Value) binding {
 			typ = "EPaymentSessionInfo"
 		}
 	}
-	for _, b := range bs {
-		if b.op.Param != nil {
-			if _, local, _ := strings.Cut(b.op.Param.Type, ":"); local == typ {
-				return b
+	for i := range bs {
+		if p := bs[i].op.Param; p != nil {
+			if _, local, _ := strings.Cut(p.Type, ":"); local == typ {
+				return &bs[i]
 			}
 		}
 	}
 	// Unknown type, no telling members: the part's WSDL name decides.
-	for _, b := range bs {
-		if b.op.Param != nil && b.op.Param.Name == part.Name {
-			return b
+	for i := range bs {
+		if p := bs[i].op.Param; p != nil && p.Name == part.Name {
+			return &bs[i]
 		}
 	}
-	return bs[0]
+	return &bs[0]
 }
 
 func clientFault(msg string) *soapenc.Fault {
@@ -325,31 +348,58 @@ func (a *API) Handler() echo.HandlerFunc {
 		defer cancel()
 		call, err := soapenc.ReadRequestContext(cctx, req, a.limits)
 		if err != nil {
-			var f *soapenc.Fault
-			if !errors.As(err, &f) {
-				f = clientFault("unreadable request")
-			}
-			logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
-			a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
-			soapenc.WriteFault(c.Response(), f)
+			a.badRequest(ctx, c, err)
 			return nil
 		}
 		if a.usage != nil {
-			cctx = usage.WithClient(cctx, ClientOf(req, call.Wire))
-			if f, ok := charsetFeature(call.Wire.Charset); ok {
-				cctx = usage.WithFeatures(cctx, f)
-			}
+			cctx = withUsage(cctx, req, call)
 		}
 		resp, err := a.invoke(cctx, call, req)
 		if err != nil {
-			var f *soapenc.Fault
-			if !errors.As(err, &f) {
-				f = serverFault("internal error")
-			}
-			soapenc.WriteFault(c.Response(), f)
+			writeFailure(c, err)
 			return nil
 		}
 		soapenc.WriteResponse(c.Response(), resp)
 		return nil
 	}
+}
+
+// The handler's steps off its main way are functions of their own, so
+// that its frame, held under the wait for the gateway by every call in
+// flight, stays small (issue 28).
+
+// badRequest answers a request that is no SOAP call.
+//
+//go:noinline
+func (a *API) badRequest(ctx context.Context, c echo.Context, err error) {
+	var f *soapenc.Fault
+	if !errors.As(err, &f) {
+		f = clientFault("unreadable request")
+	}
+	logctx.From(ctx, a.log).Info("bad SOAP request", zap.String("fault", f.String))
+	a.svc.Unserved(ctx, operations.UnknownOperation, 0, operations.ResultClientFault)
+	soapenc.WriteFault(c.Response(), f)
+}
+
+// withUsage adds what the usage record notes of the calling client.
+//
+//go:noinline
+func withUsage(ctx context.Context, req *http.Request, call *soapenc.Call) context.Context {
+	ctx = usage.WithClient(ctx, ClientOf(req, call.Wire))
+	if f, ok := charsetFeature(call.Wire.Charset); ok {
+		ctx = usage.WithFeatures(ctx, f)
+	}
+	return ctx
+}
+
+// writeFailure answers with the fault of err, a server fault unless err is
+// a fault.
+//
+//go:noinline
+func writeFailure(c echo.Context, err error) {
+	var f *soapenc.Fault
+	if !errors.As(err, &f) {
+		f = serverFault("internal error")
+	}
+	soapenc.WriteFault(c.Response(), f)
 }

@@ -179,7 +179,7 @@ func (h *harness) invoke(name string) {
 // stateIs checks the gateway's state of the golden payment after the request.
 func stateIs(want string) func(t *testing.T, h *harness) {
 	return func(t *testing.T, h *harness) {
-		p, err := h.gw.PaymentStatus(context.Background(), testMerchant().Credentials(), 3000000001)
+		p, err := h.gw.PaymentStatus(context.Background(), testCredentials(), 3000000001)
 		require.NoError(t, err)
 		assert.Equal(t, want, p.State)
 	}
@@ -204,7 +204,7 @@ var (
 )
 
 func warmToken(h *harness) {
-	_, err := h.gw.Token(context.Background(), testMerchant().Credentials())
+	_, err := h.gw.Token(context.Background(), testCredentials())
 	require.NoError(h.t, err)
 }
 
@@ -215,7 +215,7 @@ func refundedPartly(h *harness) { paid(h); h.invoke("partiallyRefundPayment") } 
 // the ledger.
 func refundedFully(h *harness) {
 	paid(h)
-	_, err := h.gw.Refund(context.Background(), testMerchant().Credentials(), 3000000001, 12900)
+	_, err := h.gw.Refund(context.Background(), testCredentials(), 3000000001, 12900)
 	require.NoError(h.t, err)
 }
 func authorized(h *harness)    { h.act(h.create("createPayment-preauthorization"), payCard) }

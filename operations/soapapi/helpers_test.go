@@ -23,6 +23,12 @@ func testMerchant() operations.Merchant {
 		SecureKey: testSecureKey, Currency: "CZK", Lang: "CS"}
 }
 
+// testCredentials are testMerchant's REST credentials.
+func testCredentials() restbackend.Credentials {
+	m := testMerchant()
+	return m.Credentials()
+}
+
 func unitConfig(t *testing.T) operations.Config {
 	return operations.Config{
 		Merchants: []operations.Merchant{testMerchant()},
