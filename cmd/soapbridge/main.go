@@ -103,10 +103,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	conns := connStatsOf(ln)
 	ready := newReadiness(conns)
 
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err // store errors redact passwords
+	}
+	rawStore := st // before the metrics and tracing wrappers
+	closers = append(closers, func() {
+		if err := st.Close(); err != nil {
+			log.Warn("closing the store", zap.Error(err))
+		}
+	})
 	gatewayURL := cfg.GatewayURL
 	var embedded *sandboxServer
 	if gatewayURL == "" {
-		sb, err := startSandbox(cfg, log)
+		// Its ids start above every payment the database remembers: the
+		// clock seed alone repeats one when two starts fall in one tenth
+		// of a second.
+		above, err := highestPaymentID(ctx, rawStore)
+		if err != nil {
+			return err
+		}
+		sb, err := startSandbox(cfg, log, above)
 		if err != nil {
 			return err
 		}
@@ -134,16 +151,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			zap.String("sandbox_state", cfg.SandboxState))
 	}
 
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return err // store errors redact passwords
-	}
-	rawStore := st // before the metrics and tracing wrappers
-	closers = append(closers, func() {
-		if err := st.Close(); err != nil {
-			log.Warn("closing the store", zap.Error(err))
-		}
-	})
 	// The usage record flushes its last sums after the server has drained
 	// and before the store closes (closers run in reverse order).
 	us, err := usageOf(st)
@@ -472,7 +479,21 @@ type sandboxServer struct {
 	srv *http.Server
 }
 
-func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
+// highestPaymentID is the highest payment id st remembers (0 for a store
+// that cannot tell).
+func highestPaymentID(ctx context.Context, st store.Store) (int64, error) {
+	h, ok := st.(interface {
+		HighestPaymentID(context.Context) (int64, error)
+	})
+	if !ok {
+		return 0, nil
+	}
+	return h.HighestPaymentID(ctx)
+}
+
+// startSandbox starts the embedded sandbox; its payment ids are above
+// idsAbove.
+func startSandbox(cfg Config, log *zap.Logger, idsAbove int64) (*sandboxServer, error) {
 	ln, err := net.Listen("tcp", cfg.SandboxListen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded sandbox: listen %s: %w", cfg.SandboxListen, err)
@@ -490,6 +511,7 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 		// twice, with or without a state file: a repeated id would merge
 		// two payments' sessions and notifications.
 		SeedIDsFromClock: true,
+		IDsAbove:         idsAbove,
 		StatementFormats: sandbox.AllStatementFormats,
 	})
 	if err != nil {
