@@ -102,6 +102,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, proxies, log.Named("http"))
 	conns := connStatsOf(ln)
 	ready := newReadiness(conns)
+	// Bound now, served once the bridge is built: a taken address fails
+	// the start before anything is written.
+	adminLn, err := listenAdmin(cfg)
+	if err != nil {
+		return err
+	}
+	if adminLn != nil {
+		closers = append(closers, func() { adminLn.ln.Close() })
+	}
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -230,6 +239,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	core.OnBadSignature, core.OnUnmappedChannel = met.BadSignature, met.UnmappedChannel
 	core.OnRefusal = func(r operations.Refusal) { met.Refused(metrics.Refusal(r)) }
 	core.Observer, core.MoneyHold = met, watch.moneyHold
+	core.OverlapsLater = true // recorded below, once nothing else can fail the start
 	svc, err := operations.New(core)
 	if err != nil {
 		return err
@@ -258,7 +268,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	snaps.swap(newSnapshot(cfg, svc.InForce(), guard.Rules(), met.InForce()))
+	// The merchants served, built as a reload builds them: their key
+	// overlaps recorded (key_overlaps), the start's last step that can
+	// fail, so a start that fails writes nothing.
+	set, ps := svc.Merchants(nil, cfg.Merchants, cfg.DefaultGoID)
+	if len(ps) > 0 {
+		return coreProblems(cfg, ps)
+	}
+	svc.Use(set)
+	snaps.swap(newSnapshot(cfg, set, guard.Rules(), met.InForce()))
 	svc.Follow(snaps.merchantSet)
 	met.Follow(snaps.series)
 
@@ -347,13 +365,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		reloads.Go(func() { rl.watch(reloadCtx) })
 	}
 
-	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
+	if adminLn != nil {
 		pages := &reportPages{st: us, configured: snaps, log: log.Named("admin")}
-		stopAdmin, err := startAdmin(cfg, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
-		if err != nil {
-			return err
-		}
-		closers = append(closers, stopAdmin)
+		closers = append(closers, startAdmin(cfg, adminLn, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin")))
 	}
 
 	srv := newHTTPServer(cfg, limitCalls(ctx, cfg, conns, met, log, closeWhenDraining(e, ready.isDraining)), log)
