@@ -278,9 +278,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	svc.Use(set)
 	snaps.swap(newSnapshot(cfg, set, guard.Rules(), met.InForce()))
 	svc.Follow(snaps.merchantSet)
-	met.Follow(snaps.series)
+	met.Follow(snaps.seriesOf)
+	snaps.retire = met.Retire
 
-	e := newEcho(log, tr, proxies, snaps.pin)
+	e := newEcho(log, tr, proxies, snaps)
 	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
@@ -332,17 +333,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		merchantRules(next.Merchants, log) // the warnings, of a reload that applies
 		guard.Bind(rules)
-		sn := newSnapshot(next, set, rules, met.Series(goidsOf(next.Merchants)))
-		snaps.swap(sn)
+		snaps.replace(func() *snapshot { return newSnapshot(next, set, rules, met.Series(goidsOf(next.Merchants))) })
 		// In force. Only now the guard re-limits the buckets it keeps to
-		// the new rates, and what others see of it: the metrics drop the
-		// series of merchants removed, the embedded sandbox's merchants
-		// change, and the gateway tokens of credentials no merchant has
-		// any more are forgotten. No rate demand is posted here: the next
+		// the new rates, and what others see of it: the embedded sandbox's
+		// merchants change, and the gateway tokens of credentials no
+		// merchant has any more are forgotten. The metrics drop the series
+		// of merchants removed once no call in flight pinned the snapshot
+		// replaced (snaps.replace). No rate demand is posted here: the next
 		// regular post (within access.ShareInterval) carries this
 		// replica's demand on.
 		guard.Use(rules)
-		met.Retire(in.series, sn.series)
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}

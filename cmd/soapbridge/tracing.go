@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,11 +20,11 @@ import (
 // the request's context, where the core reads it for the notifications a
 // call enqueues, with the caller's address (the peer, or behind a trusted
 // proxy the client it names: for the request loggers, logctx, and the
-// access log around it) and, through pin when not nil, the configuration
-// in force (snapshots.pin), and, when tracing is on, starts the call's root span: the
+// access log around it) and, through snaps when not nil, the configuration
+// in force (snapshots.pin, unpinned when the request ends), and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
-func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) echo.MiddlewareFunc {
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, snaps *snapshots) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -34,8 +33,10 @@ func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.C
 			if a, ok := proxies.ClientAddr(r); ok {
 				ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
 			}
-			if pin != nil {
-				ctx = pin(ctx)
+			if snaps != nil {
+				var sn *snapshot
+				ctx, sn = snaps.pin(ctx)
+				defer snaps.unpin(sn)
 			}
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
