@@ -60,6 +60,12 @@ type Config struct {
 	// that this one may not run beside: cmd/soapbridge replicas.go). It
 	// must not block.
 	MoneyHold func() string
+	// OverlapsLater: New neither reads nor writes the previous keys'
+	// overlaps (key_overlaps); until the caller puts in force a set built
+	// by Merchants, a previous key or secret is accepted until
+	// previous_until. A start builds that set as its last step that can
+	// fail, so a start that fails writes nothing.
+	OverlapsLater bool
 }
 
 // DefaultReturnStatusTimeout is Config.ReturnStatusTimeout's default: long

@@ -175,13 +175,10 @@ const overlapTimeout = 10 * time.Second
 //
 // It fails only when the store cannot be read or written: a caller then
 // keeps the merchants in force (a reload is refused; a start fails). Every
-// record is read before any is written, so a store that cannot be read
-// refuses a reload with nothing written; it is the last step of a reload
-// that can refuse (after every validation), so a reload refused for its
-// configuration writes nothing either. Only a write failing midway (the
-// store lost between two writes) leaves the records written before it:
-// first sightings and ends of a configuration not in force, which the
-// next reload of the same configuration would write alike.
+// record is read before any is written, so a store that cannot read one
+// names the setting; then all are written in one transaction, all or
+// none. It is the last step of a reload or a start that can refuse (after
+// every validation), so one refused writes nothing.
 //
 // When the previous secure key stays the same, the time it last verified a
 // request is carried over from the merchant in force (old, nil at start).
@@ -192,6 +189,15 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 	if err := s.readOverlaps(ctx, ms); err != nil {
 		return err
 	}
+	// What each merchant's previous key and secret want, then their
+	// records as written, in that order.
+	type want struct {
+		m                *Merchant
+		setting, setPath string
+		ends             *time.Time
+	}
+	var wants []want
+	var ws []store.KeyOverlapWant
 	for i := range ms {
 		m := &ms[i]
 		m.resolved = true
@@ -201,15 +207,54 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 				m.previousUsed = prev.previousUsed
 			}
 		}
-		var err error
-		if m.keyEnds, err = s.resolveOverlap(ctx, m, i, overlapKey, "previous_secure_key", m.PreviousSecureKey, now); err != nil {
-			return err
+		m.keyEnds, m.secretEnds = time.Time{}, time.Time{}
+		for _, p := range []struct {
+			kind, setting, previous string
+			ends                    *time.Time
+		}{
+			{overlapKey, "previous_secure_key", m.PreviousSecureKey, &m.keyEnds},
+			{overlapSecret, "previous_client_secret", m.PreviousClientSecret, &m.secretEnds},
+		} {
+			if p.previous == "" {
+				continue
+			}
+			wants = append(wants, want{m, p.setting, fmt.Sprintf("merchants[%d].%s", i, p.setting), p.ends})
+			ws = append(ws, store.KeyOverlapWant{GoID: m.GoID, Kind: p.kind, KeyID: overlapID(p.kind, p.previous), EndsAt: m.wantedEnd})
 		}
-		if m.secretEnds, err = s.resolveOverlap(ctx, m, i, overlapSecret, "previous_client_secret", m.PreviousClientSecret, now); err != nil {
-			return err
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	recs, err := s.store.RecordKeyOverlaps(ctx, ws, now)
+	if err != nil {
+		return &Problem{"merchants", "the ends of the key overlaps could not be recorded (none was): " + err.Error()}
+	}
+	for i, w := range wants {
+		rec := recs[i]
+		*w.ends = rec.EndsAt
+		log := s.log.With(zap.Int64("goid", w.m.GoID), zap.String("setting", w.setPath))
+		if !now.Before(rec.EndsAt) {
+			if w.m.wantedEnd(rec.FirstSeen).After(rec.EndsAt) {
+				log.Warn(w.setting+" ended earlier and is never accepted again, whatever previous_until says now: remove it from the configuration",
+					zap.Time("ended", rec.EndsAt), zap.String("previous_until", w.m.PreviousUntil))
+			}
+			continue
+		}
+		if w.m.previousUntil.IsZero() {
+			log.Warn(w.setting+" has no previous_until: accepted until first seen + "+DefaultPreviousOverlap.String()+"; set previous_until to end the rotation when you mean to",
+				zap.Time("first_seen", rec.FirstSeen), zap.Time("until", rec.EndsAt))
 		}
 	}
 	return nil
+}
+
+// wantedEnd is the end m's configuration wants for a previous key or
+// secret first seen at firstSeen: previous_until, else the default bound.
+func (m Merchant) wantedEnd(firstSeen time.Time) time.Time {
+	if !m.previousUntil.IsZero() {
+		return m.previousUntil
+	}
+	return firstSeen.Add(DefaultPreviousOverlap)
 }
 
 // readOverlaps reads the record of every previous key and secret of ms,
@@ -237,63 +282,6 @@ func overlapID(kind, previous string) string {
 		return keyID(previous)
 	}
 	return credentialID("soapbridge "+kind, previous)
-}
-
-// resolveOverlap is when previous (of kind, configured as setting of the
-// i-th merchant m) stops being accepted; zero when there is none.
-func (s *Service) resolveOverlap(ctx context.Context, m *Merchant, i int, kind, setting, previous string, now time.Time) (time.Time, error) {
-	if previous == "" {
-		return time.Time{}, nil
-	}
-	key := fmt.Sprintf("merchants[%d].%s", i, setting)
-	id := overlapID(kind, previous)
-	want := func(firstSeen time.Time) time.Time {
-		if !m.previousUntil.IsZero() {
-			return m.previousUntil
-		}
-		return firstSeen.Add(DefaultPreviousOverlap)
-	}
-	rec, err := s.store.KeyOverlap(ctx, m.GoID, kind, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		rec = store.KeyOverlap{GoID: m.GoID, Kind: kind, KeyID: id, FirstSeen: now, EndsAt: want(now)}
-		if err := s.store.AddKeyOverlap(ctx, rec); err != nil {
-			return time.Time{}, &Problem{key, "the end of its overlap could not be recorded: " + err.Error()}
-		}
-		// Another replica may have been first.
-		if rec, err = s.store.KeyOverlap(ctx, m.GoID, kind, id); err != nil {
-			return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
-		}
-	case err != nil:
-		return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
-	}
-	log := s.log.With(zap.Int64("goid", m.GoID), zap.String("setting", key))
-	if !now.Before(rec.EndsAt) {
-		if w := want(rec.FirstSeen); w.After(rec.EndsAt) {
-			log.Warn(setting+" ended earlier and is never accepted again, whatever previous_until says now: remove it from the configuration",
-				zap.Time("ended", rec.EndsAt), zap.String("previous_until", m.PreviousUntil))
-		}
-		return rec.EndsAt, nil
-	}
-	ends := want(rec.FirstSeen)
-	if !ends.Equal(rec.EndsAt) {
-		moved, err := s.store.MoveKeyOverlap(ctx, m.GoID, kind, id, ends, now)
-		if err != nil {
-			return time.Time{}, &Problem{key, "the end of its overlap could not be recorded: " + err.Error()}
-		}
-		if !moved {
-			// It ended meanwhile (another replica's clock): final.
-			if rec, err = s.store.KeyOverlap(ctx, m.GoID, kind, id); err != nil {
-				return time.Time{}, &Problem{key, "the end of its overlap could not be read: " + err.Error()}
-			}
-			ends = rec.EndsAt
-		}
-	}
-	if m.previousUntil.IsZero() {
-		log.Warn(setting+" has no previous_until: accepted until first seen + "+DefaultPreviousOverlap.String()+"; set previous_until to end the rotation when you mean to",
-			zap.Time("first_seen", rec.FirstSeen), zap.Time("until", ends))
-	}
-	return ends, nil
 }
 
 // KeyOverlap is a merchant whose previous secure key or client secret is

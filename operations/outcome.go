@@ -87,7 +87,9 @@ type CallOutcome struct {
 // Observer is told of every call once it is finished (metrics, the status
 // page's counts). It is called on the hot path: it must not block.
 type Observer interface {
-	Observe(o CallOutcome)
+	// Observe is told of the call behind ctx: what ctx carries (the
+	// configuration the call pinned) names the call's series.
+	Observe(ctx context.Context, o CallOutcome)
 }
 
 // isFlow reports whether op is a browser flow's name.
@@ -127,7 +129,7 @@ func (c *call) finish(result Result, in any) {
 		if c.known {
 			o.GoID = c.m.GoID
 		}
-		s.observer.Observe(o)
+		s.observer.Observe(c.ctx, o)
 	}
 	if s.usage == nil || c.op == UnknownOperation {
 		return

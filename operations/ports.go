@@ -74,8 +74,7 @@ type Outbox interface {
 type ShopKeys interface {
 	ShopKey(ctx context.Context, goid int64) (keyID string, seenAt time.Time, err error)
 	KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (store.KeyOverlap, error)
-	AddKeyOverlap(ctx context.Context, o store.KeyOverlap) error
-	MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error)
+	RecordKeyOverlaps(ctx context.Context, ws []store.KeyOverlapWant, now time.Time) ([]store.KeyOverlap, error)
 }
 
 // Store is all the core keeps.

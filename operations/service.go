@@ -98,8 +98,10 @@ func New(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.resolveOverlaps(context.Background(), cfg.Merchants, nil); err != nil {
-		return nil, fmt.Errorf("operations: %w", err)
+	if !cfg.OverlapsLater {
+		if err := s.resolveOverlaps(context.Background(), cfg.Merchants, nil); err != nil {
+			return nil, fmt.Errorf("operations: %w", err)
+		}
 	}
 	s.merchants.Store(newMerchantSet(cfg.Merchants, cfg.DefaultGoID))
 	if cfg.Outbox.Store == nil {

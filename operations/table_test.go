@@ -300,7 +300,7 @@ func TestRowTouch(t *testing.T) {
 // observed records what the pipeline tells its observer.
 type observed struct{ got []CallOutcome }
 
-func (o *observed) Observe(c CallOutcome) { o.got = append(o.got, c) }
+func (o *observed) Observe(_ context.Context, c CallOutcome) { o.got = append(o.got, c) }
 
 // The pipeline tells the observer every call's result, with the goid only
 // when it is a configured merchant.

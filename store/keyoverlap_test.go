@@ -34,26 +34,74 @@ func TestPaymentKeysAndOverlaps(t *testing.T) {
 			_, err = s.KeyOverlap(ctx, 1, "secure_key", "k-old")
 			assert.ErrorIs(t, err, store.ErrNotFound)
 			t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+			until := func(end time.Time) func(time.Time) time.Time { return func(time.Time) time.Time { return end } }
+			want := store.KeyOverlapWant{GoID: 1, Kind: "secure_key", KeyID: "k-old", EndsAt: until(t0.Add(time.Hour))}
+			record := func(w store.KeyOverlapWant, now time.Time) store.KeyOverlap {
+				t.Helper()
+				got, err := s.RecordKeyOverlaps(ctx, []store.KeyOverlapWant{w}, now)
+				require.NoError(t, err)
+				require.Len(t, got, 1)
+				stored, err := s.KeyOverlap(ctx, w.GoID, w.Kind, w.KeyID)
+				require.NoError(t, err)
+				assert.Equal(t, stored, got[0], "returned as stored")
+				return got[0]
+			}
 			first := store.KeyOverlap{GoID: 1, Kind: "secure_key", KeyID: "k-old", FirstSeen: t0, EndsAt: t0.Add(time.Hour)}
-			require.NoError(t, s.AddKeyOverlap(ctx, first))
-			later := first
-			later.FirstSeen, later.EndsAt = t0.Add(time.Minute), t0.Add(48*time.Hour)
-			require.NoError(t, s.AddKeyOverlap(ctx, later), "another replica's first sighting")
-			o, err := s.KeyOverlap(ctx, 1, "secure_key", "k-old")
-			require.NoError(t, err)
-			assert.Equal(t, first, o, "the first writer's stays")
+			assert.Equal(t, first, record(want, t0))
+			// Another replica's later sighting, with the default bound
+			// counted from first seen: the first sighting stays.
+			later := want
+			later.EndsAt = func(seen time.Time) time.Time { return seen.Add(48 * time.Hour) }
+			assert.Equal(t, store.KeyOverlap{GoID: 1, Kind: "secure_key", KeyID: "k-old", FirstSeen: t0, EndsAt: t0.Add(48 * time.Hour)},
+				record(later, t0.Add(time.Minute)), "first seen kept; the end counted from it")
 			_, err = s.KeyOverlap(ctx, 1, "client_secret", "k-old")
 			assert.ErrorIs(t, err, store.ErrNotFound, "a kind of its own")
 
-			moved, err := s.MoveKeyOverlap(ctx, 1, "secure_key", "k-old", t0.Add(2*time.Hour), t0.Add(30*time.Minute))
-			require.NoError(t, err)
-			assert.True(t, moved, "still to come: moved")
-			moved, err = s.MoveKeyOverlap(ctx, 1, "secure_key", "k-old", t0.Add(72*time.Hour), t0.Add(2*time.Hour))
-			require.NoError(t, err)
-			assert.False(t, moved, "passed: final")
-			o, err = s.KeyOverlap(ctx, 1, "secure_key", "k-old")
-			require.NoError(t, err)
-			assert.Equal(t, t0.Add(2*time.Hour), o.EndsAt)
+			want.EndsAt = until(t0.Add(2 * time.Hour))
+			assert.Equal(t, t0.Add(2*time.Hour), record(want, t0.Add(30*time.Minute)).EndsAt, "still to come: moved")
+			want.EndsAt = until(t0.Add(72 * time.Hour))
+			assert.Equal(t, t0.Add(2*time.Hour), record(want, t0.Add(2*time.Hour)).EndsAt, "passed: final")
+		})
+	}
+}
+
+// The overlaps of one start or reload are recorded all or none: a store
+// error on the second write (a trigger refusing it) leaves the first
+// unwritten, on SQLite and PostgreSQL.
+func TestKeyOverlapsRecordedAllOrNone(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fresh   freshDSN
+		refuse2 []string // makes inserting goid 2's record fail
+	}{
+		"sqlite": {sqliteDSN, []string{`CREATE TRIGGER refuse_2 BEFORE INSERT ON key_overlaps WHEN NEW.goid = 2
+			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`}},
+		"postgres": {testenv.PostgresSchema, []string{
+			`CREATE FUNCTION refuse_2() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN IF NEW.goid = 2 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
+			`CREATE TRIGGER refuse_2 BEFORE INSERT ON key_overlaps FOR EACH ROW EXECUTE FUNCTION refuse_2()`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := tc.fresh(t)
+			s := open(t, dsn)
+			db := rawDB(t, dsn)
+			for _, q := range tc.refuse2 {
+				_, err := db.ExecContext(ctx, q)
+				require.NoError(t, err)
+			}
+			t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+			end := func(time.Time) time.Time { return t0.Add(time.Hour) }
+			_, err := s.RecordKeyOverlaps(ctx, []store.KeyOverlapWant{
+				{GoID: 1, Kind: "secure_key", KeyID: "k-1", EndsAt: end},
+				{GoID: 2, Kind: "secure_key", KeyID: "k-2", EndsAt: end},
+			}, t0)
+			require.ErrorContains(t, err, "injected failure")
+			_, err = s.KeyOverlap(ctx, 1, "secure_key", "k-1")
+			assert.ErrorIs(t, err, store.ErrNotFound, "the first write was rolled back with the second")
+
+			got, err := s.RecordKeyOverlaps(ctx, []store.KeyOverlapWant{{GoID: 1, Kind: "secure_key", KeyID: "k-1", EndsAt: end}}, t0)
+			require.NoError(t, err, "without the refused one")
+			assert.Equal(t, []store.KeyOverlap{{GoID: 1, Kind: "secure_key", KeyID: "k-1", FirstSeen: t0, EndsAt: t0.Add(time.Hour)}}, got)
 		})
 	}
 }

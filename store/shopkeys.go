@@ -62,27 +62,57 @@ func (s *sqlStore) KeyOverlap(ctx context.Context, goid int64, kind, keyID strin
 	return o, nil
 }
 
-func (s *sqlStore) AddKeyOverlap(ctx context.Context, o KeyOverlap) error {
-	// The first writer wins: first_seen is never moved later.
-	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO key_overlaps (goid, kind, key_id, first_seen, ends_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (goid, kind, key_id) DO NOTHING`), o.GoID, o.Kind, o.KeyID, s.d.timeArg(o.FirstSeen), s.d.timeArg(o.EndsAt))
-	if err != nil {
-		return fmt.Errorf("store: record key overlap of %d: %w", o.GoID, err)
-	}
-	return nil
+// KeyOverlapWant is a previous key or secret a configuration keeps, and
+// the end it wants for it (see Store.RecordKeyOverlaps).
+type KeyOverlapWant struct {
+	GoID        int64
+	Kind, KeyID string
+	// EndsAt is the end wanted for a record first seen at firstSeen.
+	EndsAt func(firstSeen time.Time) time.Time
 }
 
-func (s *sqlStore) MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error) {
+func (s *sqlStore) RecordKeyOverlaps(ctx context.Context, ws []KeyOverlapWant, now time.Time) ([]KeyOverlap, error) {
+	out := make([]KeyOverlap, len(ws))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, w := range ws {
+			o, err := s.recordKeyOverlap(ctx, tx, w, now)
+			if err != nil {
+				return fmt.Errorf("store: record key overlap of %d: %w", w.GoID, err)
+			}
+			out[i] = o
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// recordKeyOverlap is one want of RecordKeyOverlaps, in its transaction.
+func (s *sqlStore) recordKeyOverlap(ctx context.Context, tx *sql.Tx, w KeyOverlapWant, now time.Time) (KeyOverlap, error) {
+	o := KeyOverlap{GoID: w.GoID, Kind: w.Kind, KeyID: w.KeyID}
+	read := func() error {
+		return tx.QueryRowContext(ctx, s.d.rebind(`SELECT first_seen, ends_at FROM key_overlaps WHERE goid = ? AND kind = ? AND key_id = ?`),
+			w.GoID, w.Kind, w.KeyID).Scan(timeScan{&o.FirstSeen}, timeScan{&o.EndsAt})
+	}
+	// The first writer wins: first_seen is never moved later.
+	if _, err := tx.ExecContext(ctx, s.d.rebind(`INSERT INTO key_overlaps (goid, kind, key_id, first_seen, ends_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (goid, kind, key_id) DO NOTHING`), w.GoID, w.Kind, w.KeyID, s.d.timeArg(now), s.d.timeArg(w.EndsAt(now))); err != nil {
+		return o, err
+	}
+	if err := read(); err != nil {
+		return o, err
+	}
+	ends := w.EndsAt(o.FirstSeen)
+	if !now.Before(o.EndsAt) || utc(ends).Equal(o.EndsAt) {
+		return o, nil
+	}
 	// An end already passed at now is final: the condition is in the
 	// statement, so that no replica moves an end another saw pass.
-	res, err := s.w.ExecContext(ctx, s.d.rebind(`UPDATE key_overlaps SET ends_at = ?
-		WHERE goid = ? AND kind = ? AND key_id = ? AND ends_at > ?`), s.d.timeArg(endsAt), goid, kind, keyID, s.d.timeArg(now))
-	if err != nil {
-		return false, fmt.Errorf("store: move key overlap of %d: %w", goid, err)
+	if _, err := tx.ExecContext(ctx, s.d.rebind(`UPDATE key_overlaps SET ends_at = ?
+		WHERE goid = ? AND kind = ? AND key_id = ? AND ends_at > ?`), s.d.timeArg(ends), w.GoID, w.Kind, w.KeyID, s.d.timeArg(now)); err != nil {
+		return o, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("store: move key overlap of %d: %w", goid, err)
-	}
-	return n == 1, nil
+	return o, read()
 }

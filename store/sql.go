@@ -381,6 +381,20 @@ func (s *sqlStore) Counts(ctx context.Context) (OutboxCounts, error) {
 	return c, nil
 }
 
+// HighestPaymentID is the highest payment id the store remembers, in a
+// session or a notification (0 when none): the embedded sandbox hands out
+// ids above it, so a kept database never sees one id for two payments.
+func (s *sqlStore) HighestPaymentID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM (
+			SELECT MAX(payment_id) AS id FROM sessions
+			UNION ALL SELECT MAX(payment_id) FROM outbox) AS ids`).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: highest payment id: %w", err)
+	}
+	return id, nil
+}
+
 func (s *sqlStore) Close() error {
 	err := s.w.Close()
 	if s.r != s.w {

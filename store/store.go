@@ -114,13 +114,14 @@ type Store interface {
 	SetShopKey(ctx context.Context, goid int64, keyID string, seenAt time.Time) error
 
 	// KeyOverlap returns how long a previous key (or client secret) of
-	// goid is accepted, or ErrNotFound. AddKeyOverlap records o unless one
-	// is recorded already (the first sighting stays). MoveKeyOverlap sets
-	// the end of one whose end has not passed at now, and reports whether
-	// it did: an end once passed is final.
+	// goid is accepted, or ErrNotFound. RecordKeyOverlaps records every
+	// want of a configuration in one transaction, all or none: each unless
+	// recorded, first seen at now (the first sighting stays), then its end
+	// moved to what it wants unless that end has passed at now (an end
+	// once passed is final). It returns the records as they then stand,
+	// in the order of ws.
 	KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (KeyOverlap, error)
-	AddKeyOverlap(ctx context.Context, o KeyOverlap) error
-	MoveKeyOverlap(ctx context.Context, goid int64, kind, keyID string, endsAt, now time.Time) (bool, error)
+	RecordKeyOverlaps(ctx context.Context, ws []KeyOverlapWant, now time.Time) ([]KeyOverlap, error)
 
 	// Purge deletes, in batches, what r says is old enough at now: finished
 	// outbox rows, ledger entries, sessions (with their tokens). Pending

@@ -520,3 +520,31 @@ func benchSession(b *testing.B, dsn, driver string) {
 	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "select1-ns/op")
 	b.ReportMetric(float64(elapsed)/float64(baseline), "ratio")
 }
+
+// The highest payment id a store remembers, from its sessions and its
+// outbox: what the embedded sandbox's ids start above.
+func TestHighestPaymentID(t *testing.T) {
+	for name, fresh := range map[string]freshDSN{"sqlite": sqliteDSN, "postgres": testenv.PostgresSchema} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, fresh(t))
+			h, ok := s.(interface {
+				HighestPaymentID(context.Context) (int64, error)
+			})
+			require.True(t, ok, "the store tells its highest payment id")
+			id, err := h.HighestPaymentID(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, id, "empty")
+			require.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: 3000000005, GoID: 1}))
+			require.NoError(t, s.SaveSession(ctx, store.Session{PaymentID: 3000000002, GoID: 1}))
+			id, err = h.HighestPaymentID(ctx)
+			require.NoError(t, err)
+			assert.EqualValues(t, 3000000005, id)
+			_, err = s.Enqueue(ctx, store.Notification{GoID: 1, PaymentID: 3000000009, Key: "3000000009:PAID", URL: "http://shop/n"})
+			require.NoError(t, err)
+			id, err = h.HighestPaymentID(ctx)
+			require.NoError(t, err)
+			assert.EqualValues(t, 3000000009, id, "a notification whose session was purged still counts")
+		})
+	}
+}

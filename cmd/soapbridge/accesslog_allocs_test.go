@@ -43,7 +43,7 @@ func accessChain(t *testing.T, w *lineWriter, proxies *access.Proxies) *echo.Ech
 	}
 	snaps := &snapshots{}
 	snaps.swap(&snapshot{merchants: new(operations.MerchantSet), rules: new(access.RuleSet)})
-	e := newEcho(log, tracing.Disabled(), proxies, snaps.pin)
+	e := newEcho(log, tracing.Disabled(), proxies, snaps)
 	e.POST("/axis/EPaymentServiceV2", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	return e
 }

@@ -583,9 +583,19 @@ func keyOverlaps(os []operations.KeyOverlap) []metrics.KeyOverlap {
 	return out
 }
 
-// startAdmin serves the admin listener and runs the dependency probes
-// until the returned stop is called.
-func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) (func(), error) {
+// adminListener is the admin listener, bound early in the start (a
+// taken address fails the start before anything is written) and served
+// by startAdmin once the bridge is built.
+type adminListener struct {
+	ln    net.Listener
+	names []string // admin_hosts
+}
+
+// listenAdmin binds the admin listener of cfg; nil when it is off.
+func listenAdmin(cfg Config) (*adminListener, error) {
+	if cfg.AdminListen == "" || cfg.AdminListen == "off" {
+		return nil, nil
+	}
 	names, err := adminHostNames(cfg.AdminHosts)
 	if err != nil { // validate refused it already
 		return nil, fmt.Errorf("admin hosts: %w", err)
@@ -594,6 +604,13 @@ func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, s
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: listen %s: %w (set admin_listen / SOAPBRIDGE_ADMIN_LISTEN, or off)", cfg.AdminListen, err)
 	}
+	return &adminListener{ln: ln, names: names}, nil
+}
+
+// startAdmin serves the admin listener and runs the dependency probes
+// until the returned stop is called.
+func startAdmin(cfg Config, al *adminListener, merchants func() []Merchant, met *metrics.Metrics, st store.Store, gatewayURL string, rd *readiness, pages *reportPages, log *zap.Logger) func() {
+	ln, names := al.ln, al.names
 	p := newProbes(st, gatewayURL, met, log)
 	if pages != nil {
 		p.daysOf, _ = pages.st.(report.DayStore)
@@ -615,5 +632,5 @@ func startAdmin(cfg Config, merchants func() []Merchant, met *metrics.Metrics, s
 		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
 		stopProbes()
 		probing.Wait()
-	}, nil
+	}
 }

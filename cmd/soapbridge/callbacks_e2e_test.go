@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,8 @@ func TestNotifyEveryPartialRefund(t *testing.T) {
 
 // `make run` restarted on the same database, the bridge keeping its
 // sessions and outbox: every run's new payment reaches the e-shop. The
-// embedded sandbox never hands out an id the database has seen (ids seeded
-// from the clock; with a state file the counter goes on), so no new
+// embedded sandbox never hands out an id the database has seen (ids above
+// its highest and the clock seed; with a state file the counter goes on), so no new
 // payment's notification can collide with an old one's key — the key
 // collision itself is the unit test's (operations). With the state file
 // (what `make run` sets) the earlier runs' payments are still there.
@@ -105,16 +106,9 @@ func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
 			}
 			seen := map[string]int{}
 			var previous string
-			var started time.Time
 			for run := 1; run <= 3; run++ {
-				// In memory the sandbox seeds its ids from the clock in tenths
-				// of a second, above the last run's ids when that run made
-				// fewer than ten payments a second (restbackend/sandbox,
-				// idBase): a run makes one, so the next starts 200 ms after
-				// it at the earliest (two starts in one tenth handed out the
-				// same id on a fast machine).
-				time.Sleep(time.Until(started.Add(200 * time.Millisecond)))
-				started = time.Now()
+				// Each start follows the last at once: the sandbox's ids
+				// start above the database's (TestQuickRestartsNeverReuseAnID).
 				b := startBridge(t, withDB(db), withEnv(env...))
 				shop.setBridge(b.URL)
 				if previous != "" && mode == "state file" {
@@ -136,6 +130,43 @@ func TestNotifyAfterRestartsOnKeptDatabase(t *testing.T) {
 				previous = id
 			}
 		})
+	}
+}
+
+// Two starts in quick succession on one kept database: the second run's
+// ids are above every id of the first, even when the first made payments
+// faster than the sandbox's clock seed moves (ten a second). The first run
+// creates payments until its last id is five seconds of clock ahead of
+// the clock seed, so a sandbox seeded from the clock alone hands out one
+// of them again (its session then replaced) unless the restart takes
+// longer than that.
+func TestQuickRestartsNeverReuseAnID(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	seen := map[int64]bool{}
+	create := func(b *bridgeProc, order string) int64 {
+		id, err := strconv.ParseInt(createFor(t, b.URL, demoCfgMerchant, order), 10, 64)
+		require.NoError(t, err)
+		require.False(t, seen[id], "%s: id %d handed out again", order, id)
+		seen[id] = true
+		return id
+	}
+	started := time.Now()
+	b := startBridge(t, withDB(db))
+	first := create(b, "QUICK-1-0")
+	for i := 1; ; i++ {
+		require.Less(t, i, 2000, "payments are created faster than ten a second")
+		last := create(b, fmt.Sprintf("QUICK-1-%d", i))
+		// The clock seed now is at most first plus the tenths since the start.
+		if last-first-int64(time.Since(started)/(100*time.Millisecond)) >= 50 {
+			break
+		}
+	}
+	b.Stop()
+	b = startBridge(t, withDB(db))
+	for i := range 3 {
+		order := fmt.Sprintf("QUICK-2-%d", i)
+		id := create(b, order)
+		assert.Equal(t, order, flowText(flowStatus(t, b.URL, strconv.FormatInt(id, 10)), "orderNumber"), "its session is its own")
 	}
 }
 

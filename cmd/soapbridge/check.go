@@ -128,7 +128,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 		// checked is that the merchants' credentials are accepted by it.
 		sbCfg := cfg
 		sbCfg.SandboxListen = "127.0.0.1:0"
-		sb, err := startSandbox(sbCfg, zap.NewNop())
+		sb, err := startSandbox(sbCfg, zap.NewNop(), 0)
 		if err != nil {
 			add("gateway", err, "")
 			return errors.New("some checks failed")

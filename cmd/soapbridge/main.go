@@ -102,11 +102,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ln = capConnections(ln, cfg.MaxConns, cfg.MaxConnsPerIP, proxies, log.Named("http"))
 	conns := connStatsOf(ln)
 	ready := newReadiness(conns)
+	// Bound now, served once the bridge is built: a taken address fails
+	// the start before anything is written.
+	adminLn, err := listenAdmin(cfg)
+	if err != nil {
+		return err
+	}
+	if adminLn != nil {
+		closers = append(closers, func() { adminLn.ln.Close() })
+	}
 
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err // store errors redact passwords
+	}
+	rawStore := st // before the metrics and tracing wrappers
+	closers = append(closers, func() {
+		if err := st.Close(); err != nil {
+			log.Warn("closing the store", zap.Error(err))
+		}
+	})
 	gatewayURL := cfg.GatewayURL
 	var embedded *sandboxServer
 	if gatewayURL == "" {
-		sb, err := startSandbox(cfg, log)
+		// Its ids start above every payment the database remembers: the
+		// clock seed alone repeats one when two starts fall in one tenth
+		// of a second.
+		above, err := highestPaymentID(ctx, rawStore)
+		if err != nil {
+			return err
+		}
+		sb, err := startSandbox(cfg, log, above)
 		if err != nil {
 			return err
 		}
@@ -134,16 +160,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			zap.String("sandbox_state", cfg.SandboxState))
 	}
 
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return err // store errors redact passwords
-	}
-	rawStore := st // before the metrics and tracing wrappers
-	closers = append(closers, func() {
-		if err := st.Close(); err != nil {
-			log.Warn("closing the store", zap.Error(err))
-		}
-	})
 	// The usage record flushes its last sums after the server has drained
 	// and before the store closes (closers run in reverse order).
 	us, err := usageOf(st)
@@ -223,6 +239,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	core.OnBadSignature, core.OnUnmappedChannel = met.BadSignature, met.UnmappedChannel
 	core.OnRefusal = func(r operations.Refusal) { met.Refused(metrics.Refusal(r)) }
 	core.Observer, core.MoneyHold = met, watch.moneyHold
+	core.OverlapsLater = true // recorded below, once nothing else can fail the start
 	svc, err := operations.New(core)
 	if err != nil {
 		return err
@@ -251,11 +268,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	snaps.swap(newSnapshot(cfg, svc.InForce(), guard.Rules(), met.InForce()))
+	// The merchants served, built as a reload builds them: their key
+	// overlaps recorded (key_overlaps), the start's last step that can
+	// fail, so a start that fails writes nothing.
+	set, ps := svc.Merchants(nil, cfg.Merchants, cfg.DefaultGoID)
+	if len(ps) > 0 {
+		return coreProblems(cfg, ps)
+	}
+	svc.Use(set)
+	snaps.swap(newSnapshot(cfg, set, guard.Rules(), met.InForce()))
 	svc.Follow(snaps.merchantSet)
-	met.Follow(snaps.series)
+	met.Follow(snaps.seriesOf)
+	snaps.retire = met.Retire
 
-	e := newEcho(log, tr, proxies, snaps.pin)
+	e := newEcho(log, tr, proxies, snaps)
 	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
 	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
@@ -307,17 +333,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		merchantRules(next.Merchants, log) // the warnings, of a reload that applies
 		guard.Bind(rules)
-		sn := newSnapshot(next, set, rules, met.Series(goidsOf(next.Merchants)))
-		snaps.swap(sn)
+		snaps.replace(func() *snapshot { return newSnapshot(next, set, rules, met.Series(goidsOf(next.Merchants))) })
 		// In force. Only now the guard re-limits the buckets it keeps to
-		// the new rates, and what others see of it: the metrics drop the
-		// series of merchants removed, the embedded sandbox's merchants
-		// change, and the gateway tokens of credentials no merchant has
-		// any more are forgotten. No rate demand is posted here: the next
+		// the new rates, and what others see of it: the embedded sandbox's
+		// merchants change, and the gateway tokens of credentials no
+		// merchant has any more are forgotten. The metrics drop the series
+		// of merchants removed once no call in flight pinned the snapshot
+		// replaced (snaps.replace). No rate demand is posted here: the next
 		// regular post (within access.ShareInterval) carries this
 		// replica's demand on.
 		guard.Use(rules)
-		met.Retire(in.series, sn.series)
 		if embedded != nil {
 			embedded.gw.Register(sandboxMerchants(next.Merchants)...)
 		}
@@ -340,13 +365,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		reloads.Go(func() { rl.watch(reloadCtx) })
 	}
 
-	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
+	if adminLn != nil {
 		pages := &reportPages{st: us, configured: snaps, log: log.Named("admin")}
-		stopAdmin, err := startAdmin(cfg, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin"))
-		if err != nil {
-			return err
-		}
-		closers = append(closers, stopAdmin)
+		closers = append(closers, startAdmin(cfg, adminLn, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin")))
 	}
 
 	srv := newHTTPServer(cfg, limitCalls(ctx, cfg, conns, met, log, closeWhenDraining(e, ready.isDraining)), log)
@@ -472,7 +493,21 @@ type sandboxServer struct {
 	srv *http.Server
 }
 
-func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
+// highestPaymentID is the highest payment id st remembers (0 for a store
+// that cannot tell).
+func highestPaymentID(ctx context.Context, st store.Store) (int64, error) {
+	h, ok := st.(interface {
+		HighestPaymentID(context.Context) (int64, error)
+	})
+	if !ok {
+		return 0, nil
+	}
+	return h.HighestPaymentID(ctx)
+}
+
+// startSandbox starts the embedded sandbox; its payment ids are above
+// idsAbove.
+func startSandbox(cfg Config, log *zap.Logger, idsAbove int64) (*sandboxServer, error) {
 	ln, err := net.Listen("tcp", cfg.SandboxListen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded sandbox: listen %s: %w", cfg.SandboxListen, err)
@@ -490,6 +525,7 @@ func startSandbox(cfg Config, log *zap.Logger) (*sandboxServer, error) {
 		// twice, with or without a state file: a repeated id would merge
 		// two payments' sessions and notifications.
 		SeedIDsFromClock: true,
+		IDsAbove:         idsAbove,
 		StatementFormats: sandbox.AllStatementFormats,
 	})
 	if err != nil {

@@ -25,11 +25,11 @@ import (
 // newEcho returns the router with the middleware every request goes
 // through, outermost first: request id, access log (which also records the
 // caller's address, after proxies, for the request's log lines), call
-// context (request id, caller's address, the configuration pinned by pin
-// when not nil, trace), panic recovery. What differs between the
+// context (request id, caller's address, the configuration pinned from
+// snaps when not nil, trace), panic recovery. What differs between the
 // SOAP endpoint and the rest is in each route group's own chain
 // (soapRoute, webRoutes).
-func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) *echo.Echo {
+func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, snaps *snapshots) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
@@ -37,7 +37,7 @@ func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, pin f
 		dropBadRequestID,
 		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
 		accessLog(log.Named("http")),
-		callContext(tr, proxies, pin),
+		callContext(tr, proxies, snaps),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
 	)
 	return e

@@ -21,7 +21,7 @@ import (
 // coreWiring are the fields of operations.Config that main.go wires (or
 // leaves to their defaults); every other field is a setting that core()
 // copies from the Config field of the same name.
-var coreWiring = []string{"Gateway", "Store", "Logger", "Outbox", "Now", "OnBadSignature", "Observer", "Usage", "OnUnmappedChannel", "OnRefusal", "MoneyHold"}
+var coreWiring = []string{"Gateway", "Store", "Logger", "Outbox", "Now", "OnBadSignature", "Observer", "Usage", "OnUnmappedChannel", "OnRefusal", "MoneyHold", "OverlapsLater"}
 
 // A core setting cannot be left out of core() (and so be silently
 // ignored): each field of operations.Config is wiring, or a Config field

@@ -21,15 +21,19 @@ import (
 // the request's context, where the core reads it for the notifications a
 // call enqueues, with the caller's address (the peer, or behind a trusted
 // proxy the client it names: for the request loggers, logctx, and the
-// access log around it) and, through pin when not nil, the configuration
-// in force (snapshots.pin), and, when tracing is on, starts the call's root span: the
-// gateway exchanges and store operations of the call become its children
-// through the same context.
-func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) echo.MiddlewareFunc {
+// access log around it) and, through snaps when not nil, the configuration
+// in force (snapshots.pin, unpinned when the request ends), and, when
+// tracing is on, starts the call's root span: the gateway exchanges and
+// store operations of the call become its children through the same
+// context.
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, snaps *snapshots) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			ctx := callValues(c, r, proxies, pin)
+			ctx, sn := callValues(c, r, proxies, snaps)
+			if sn != nil {
+				defer snaps.unpin(sn)
+			}
 			if !tr.Enabled() || r.URL.Path == "/healthz" {
 				c.SetRequest(r.WithContext(ctx))
 				return next(c)
@@ -40,20 +44,22 @@ func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.C
 }
 
 // callValues is the context of a call: its request id, the client's
-// address, the pinned configuration. callContext's steps are functions of
-// their own so that its frame, held under the wait for the gateway by
-// every call in flight, stays small (issue 28).
+// address, the configuration it pins (unpinned when the request ends).
+// callContext's steps are functions of their own so that its frame, held
+// under the wait for the gateway by every call in flight, stays small
+// (issue 28).
 //
 //go:noinline
-func callValues(c echo.Context, r *http.Request, proxies *access.Proxies, pin func(context.Context) context.Context) context.Context {
+func callValues(c echo.Context, r *http.Request, proxies *access.Proxies, snaps *snapshots) (context.Context, *snapshot) {
 	ctx := reqid.With(r.Context(), requestID(c))
 	if a, ok := proxies.ClientAddr(r); ok {
 		ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
 	}
-	if pin != nil {
-		ctx = pin(ctx)
+	var sn *snapshot
+	if snaps != nil {
+		ctx, sn = snaps.pin(ctx)
 	}
-	return ctx
+	return ctx, sn
 }
 
 // traced serves a call inside its span.

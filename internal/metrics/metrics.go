@@ -23,6 +23,7 @@
 package metrics
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -174,7 +175,7 @@ type Metrics struct {
 	// followed (Follow: the process's snapshot), the series in force are
 	// the source's.
 	per      atomic.Pointer[perMerchant]
-	source   atomic.Pointer[func() *MerchantSeries]
+	source   atomic.Pointer[func(context.Context) *MerchantSeries]
 	labelled bool // merchant labels on
 	ops      []string
 	vecs     merchantVecs
@@ -335,24 +336,41 @@ func (m *Metrics) Series(goids []int64) *MerchantSeries {
 }
 
 // Follow makes src the series in force: the holder of the process's one
-// snapshot. While src returns nil, the series SetMerchants put are.
-func (m *Metrics) Follow(src func() *MerchantSeries) { m.source.Store(&src) }
+// snapshot. src(ctx) are the series of the configuration the call behind
+// ctx pinned, those in force for a ctx that pinned none: a call counts in
+// its own configuration's series, so a merchant a reload removes while its
+// call is in flight is counted under its own goid for that call, not as
+// "other" (the series stay bounded: Retire drops a removed merchant's once
+// no call pinned them). While src returns nil, the series SetMerchants put
+// are.
+func (m *Metrics) Follow(src func(ctx context.Context) *MerchantSeries) { m.source.Store(&src) }
 
-// Retire drops the series and refusals of the merchants of old that next
-// lacks, once next is in force (a reload removed them).
-func (m *Metrics) Retire(old, next *MerchantSeries) {
-	if old != nil && next != nil {
-		m.retire(old.p, next.p)
+// Retire drops the series and refusals of the merchants of old that none
+// of keep has: the series in force, and those of configurations that calls
+// still in flight pinned (Follow), which may still count in them.
+func (m *Metrics) Retire(old *MerchantSeries, keep ...*MerchantSeries) {
+	if old == nil || len(keep) == 0 {
+		return
 	}
+	kept := map[int64]bool{}
+	for _, k := range keep {
+		for g := range k.p.goids {
+			kept[g] = true
+		}
+	}
+	m.retire(old.p, kept)
 }
 
 // InForce are the per-merchant series in force (a snapshot's first).
 func (m *Metrics) InForce() *MerchantSeries { return &MerchantSeries{m.inForce()} }
 
 // inForce is the per-merchant series in force.
-func (m *Metrics) inForce() *perMerchant {
+func (m *Metrics) inForce() *perMerchant { return m.seriesOf(context.Background()) }
+
+// seriesOf are the per-merchant series of the call behind ctx (Follow).
+func (m *Metrics) seriesOf(ctx context.Context) *perMerchant {
 	if src := m.source.Load(); src != nil {
-		if s := (*src)(); s != nil {
+		if s := (*src)(ctx); s != nil {
 			return s.p
 		}
 	}
@@ -367,7 +385,7 @@ func (m *Metrics) SetMerchants(goids []int64) {
 	old := m.inForce()
 	p := m.resolve(old, goids)
 	m.per.Store(p)
-	m.retire(old, p)
+	m.retire(old, p.goids)
 }
 
 // resolve builds the per-merchant series of goids; old, the series in
@@ -415,16 +433,16 @@ func (m *Metrics) resolve(old *perMerchant, goids []int64) *perMerchant {
 	return p
 }
 
-// retire drops what old's merchants that p lacks left behind.
-func (m *Metrics) retire(old, p *perMerchant) {
+// retire drops what old's merchants that kept lacks left behind.
+func (m *Metrics) retire(old *perMerchant, kept map[int64]bool) {
 	if old != nil {
-		m.pruneRefusals(p.goids)
+		m.pruneRefusals(kept)
 	}
 	if old == nil || !m.labelled {
 		return
 	}
 	for g := range old.goids {
-		if !p.goids[g] {
+		if !kept[g] {
 			l := goidLabel(g)
 			m.vecs.sigGoID.DeleteLabelValues(l)
 			m.vecs.chanGo.DeleteLabelValues(l)
@@ -456,10 +474,12 @@ func (p *perMerchant) goidKey(goid int64) int64 {
 // Observe implements operations.Observer: every finished call of every
 // entry. A SOAP call counts in the soapbridge_soap_calls_* series, a
 // browser flow in soapbridge_flow_requests_total; both in the status
-// page's counts (Usage).
-func (m *Metrics) Observe(o operations.CallOutcome) {
+// page's counts (Usage). The per-merchant series are those the call pinned
+// (Follow), else those in force.
+func (m *Metrics) Observe(ctx context.Context, o operations.CallOutcome) {
+	p := m.seriesOf(ctx)
 	if !o.Flow {
-		m.ObserveCall(o.Operation, o.GoID, soapResult(o.Result), o.Duration)
+		m.observeCall(p, o.Operation, o.GoID, soapResult(o.Result), o.Duration)
 		return
 	}
 	r := o.Result
@@ -469,7 +489,6 @@ func (m *Metrics) Observe(o operations.CallOutcome) {
 	if c, ok := m.flows[flowKey{o.Operation, r}]; ok {
 		c.Inc()
 	}
-	p := m.inForce()
 	if n := p.flowN[flowUseKey{o.Operation, p.goidKey(o.GoID)}]; n != nil {
 		n.Add(1)
 	}
@@ -478,7 +497,11 @@ func (m *Metrics) Observe(o operations.CallOutcome) {
 // ObserveCall counts one SOAP call of op by its series' labels (goid 0:
 // none; result: one of results).
 func (m *Metrics) ObserveCall(op string, goid int64, result string, d time.Duration) {
-	p := m.inForce()
+	m.observeCall(m.inForce(), op, goid, result, d)
+}
+
+// observeCall counts one SOAP call in the per-merchant series p.
+func (m *Metrics) observeCall(p *perMerchant, op string, goid int64, result string, d time.Duration) {
 	goid = p.goidKey(goid)
 	c, ok := p.calls[callKey{op, goid, result}]
 	if !ok {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -266,7 +267,7 @@ func TestSeriesFollowTheSnapshot(t *testing.T) {
 	m := New(Options{Operations: legacyOps, GoIDs: []int64{1, 2}})
 	var cur atomic.Pointer[MerchantSeries]
 	cur.Store(m.InForce())
-	m.Follow(cur.Load)
+	m.Follow(func(context.Context) *MerchantSeries { return cur.Load() })
 	m.ObserveCall("paymentStatus", 1, "ok", time.Millisecond)
 
 	refused := m.Series([]int64{1, 3})
@@ -302,12 +303,12 @@ func usageCalls(m *Metrics) map[string]int64 {
 // in soapbridge_flow_requests_total only; both in the status page's counts.
 func TestObserveEveryEntry(t *testing.T) {
 	m := New(Options{Operations: legacyOps, GoIDs: []int64{1}, MerchantLabels: true})
-	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultOK})
-	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultBadSignature})
-	m.Observe(operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultRateLimited})
-	m.Observe(operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultOK})
-	m.Observe(operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultBadSignature})
-	m.Observe(operations.CallOutcome{Operation: usage.FlowPayFull, Flow: true, Result: operations.ResultRefused})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultOK})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultBadSignature})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: "createPayment", GoID: 1, Result: operations.ResultRateLimited})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultOK})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: usage.FlowPayBase, Flow: true, GoID: 1, Result: operations.ResultBadSignature})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: usage.FlowPayFull, Flow: true, Result: operations.ResultRefused})
 
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.per.Load().calls[callKey{"createPayment", 1, "ok"}].count))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.per.Load().calls[callKey{"createPayment", 1, "rate_limited"}].count))
@@ -320,4 +321,40 @@ func TestObserveEveryEntry(t *testing.T) {
 		"1":    {{"createPayment", 3}, {"pay-base-v2", 2}},
 		"none": {{"pay-full-v2", 1}},
 	}, m.Usage())
+}
+
+// Retire drops a removed merchant's series only when none of the series
+// kept has it (those in force, and those calls in flight still pinned),
+// and a call observed with the series it pinned counts under its own goid.
+func TestRetireKeepsPinnedSeries(t *testing.T) {
+	m := New(Options{Operations: legacyOps, GoIDs: []int64{1, 2}, MerchantLabels: true})
+	var cur atomic.Pointer[MerchantSeries]
+	cur.Store(m.InForce())
+	type pinKey struct{}
+	m.Follow(func(ctx context.Context) *MerchantSeries {
+		if s, ok := ctx.Value(pinKey{}).(*MerchantSeries); ok {
+			return s
+		}
+		return cur.Load()
+	})
+	old := cur.Load()
+	pinned := context.WithValue(context.Background(), pinKey{}, old)
+	next := m.Series([]int64{1})
+	cur.Store(next)
+	m.Retire(old, next, old) // a call still pins old
+	m.Observe(pinned, operations.CallOutcome{Operation: "paymentStatus", GoID: 2, Result: operations.ResultOK})
+	m.Observe(context.Background(), operations.CallOutcome{Operation: "paymentStatus", GoID: 2, Result: operations.ResultOK})
+	assert.Equal(t, float64(1), testutil.ToFloat64(m.vecs.byGoID.WithLabelValues("2", "ok")), "the pinned call under its goid")
+	assert.Equal(t, float64(1), testutil.ToFloat64(m.vecs.byGoID.WithLabelValues("other", "ok")), "an unpinned one as other")
+
+	m.Retire(old, next) // the call ended
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				assert.False(t, l.GetName() == "goid" && l.GetValue() == "2", "%s keeps goid 2", mf.GetName())
+			}
+		}
+	}
 }

@@ -23,7 +23,7 @@ type resultLog struct {
 	results []string
 }
 
-func (r *resultLog) Observe(o operations.CallOutcome) {
+func (r *resultLog) Observe(_ context.Context, o operations.CallOutcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, o.Result.String())

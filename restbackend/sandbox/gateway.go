@@ -54,6 +54,10 @@ type Options struct {
 	// earlier run did. Off, ids start at 3000000001, as tests with fixed ids
 	// expect. Binaries that a bridge with a kept database talks to set it.
 	SeedIDsFromClock bool
+	// IDsAbove, when set, keeps every payment id above it: the highest id
+	// a bridge's kept database already holds. The clock seed alone repeats
+	// ids when two runs start within one of its tenths of a second.
+	IDsAbove int64
 	// StatementFormats are the statement formats the merchant accounts
 	// offer; nil means CSV_A and CSV_B, what earlier sandboxes made.
 	// AllStatementFormats lists every format the facts name.
@@ -155,6 +159,7 @@ func Open(opts Options) (*Gateway, error) {
 	if g.opts.SeedIDsFromClock {
 		g.nextID = clockSeed(g.clock.Now())
 	}
+	g.nextID = max(g.nextID, g.opts.IDsAbove+1)
 	if g.opts.StatementFormats == nil {
 		g.opts.StatementFormats = []string{"CSV_A", "CSV_B"}
 	}

@@ -343,3 +343,21 @@ func TestRealTimeIDsSeededFromTheClock(t *testing.T) {
 	assert.Equal(t, clockSeed(start)+10, clockSeed(start.Add(time.Second)), "ten ids a second of room")
 	assert.Len(t, itoa(clockSeed(time.Date(2047, 1, 1, 0, 0, 0, 0, time.UTC))), 10)
 }
+
+// IDsAbove keeps the first id above the highest one a kept database holds,
+// even when that is ahead of the clock seed (two starts in one tenth of a
+// second), and never lowers the clock seed.
+func TestIDsAboveAKeptDatabase(t *testing.T) {
+	ms := []Merchant{{Account: restbackend.Account{GoID: testGoID, ClientID: testID, ClientSecret: testSecret}}}
+	first := func(above int64) int64 {
+		g := New(Options{Merchants: ms, SeedIDsFromClock: true, IDsAbove: above})
+		defer g.Close()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.newID()
+	}
+	ahead := clockSeed(time.Now()) + 1000 // a database ahead of the clock
+	assert.Equal(t, ahead+1, first(ahead))
+	before := clockSeed(time.Now())
+	assert.GreaterOrEqual(t, first(idBase), before, "a lower bound below the clock seed changes nothing")
+}

@@ -20,7 +20,8 @@ import (
 // long as that run averaged fewer than ten payments a second, so a bridge
 // database kept across restarts never sees an id twice. With a state file
 // the saved counter continues (and the clock seed still applies when it is
-// higher).
+// higher). Two runs within one tenth would still meet, so a bridge also
+// passes Options.IDsAbove, the highest id its database holds.
 const idBase = 3000000000
 
 // firstTestID is the first id without Options.SeedIDsFromClock: fixed ids
