@@ -64,14 +64,27 @@ func logPanic(log *zap.Logger) middleware.LogErrorFunc {
 // a fault too. The handler itself reads the body under the SOAP limits and
 // gives the call its deadline before it reads
 // (operations.Service.CallContext).
+//
+// The chain is put together once, here, not given to echo as route
+// middleware: echo would wrap the handler in it again on every request (a
+// closure per middleware per call), for the same chain.
 func soapRoute(e *echo.Echo, path string, h echo.HandlerFunc, lim *rate.Limiter, log *zap.Logger) {
-	e.POST(path, h,
+	e.POST(path, chain(h,
 		soapSpan,
 		soapFaults,
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log), DisableErrorHandler: true}),
 		rateLimit(lim, func(c echo.Context, text string) error {
 			return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
-		}))
+		})))
+}
+
+// chain wraps h in mw, the first outermost, as echo applies route
+// middleware.
+func chain(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
 }
 
 // soapSpan names the call's span (started by callContext) for what it is:
