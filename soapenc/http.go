@@ -82,18 +82,46 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	if buf.Len() > smallBody {
 		slots = largeDecodeSlots
 	}
+	if !acquire(ctx, r, slots) {
+		if f := waitSlot(ctx, r, slots); f != nil {
+			return nil, f
+		}
+	}
+	defer func() { <-slots }()
+	return Decode(buf.Bytes(), ct, lim)
+}
+
+// acquire takes a free slot at once when neither context is done yet: the
+// only case the select of waitSlot could then pick, without the channels
+// asking a context for Done makes (one for the request's, one for the
+// call's) and the locking of a select over three.
+func acquire(ctx context.Context, r *http.Request, slots chan struct{}) bool {
+	if ctx.Err() != nil || r.Context().Err() != nil {
+		return false
+	}
 	select {
 	case slots <- struct{}{}:
-		defer func() { <-slots }()
+		return true
+	default:
+		return false
+	}
+}
+
+// waitSlot waits for a slot of slots, the call deadline (ctx) or the
+// client's hang-up, whichever comes first: nil when it took a slot (its
+// caller gives it back), else the fault.
+func waitSlot(ctx context.Context, r *http.Request, slots chan struct{}) *Fault {
+	select {
+	case slots <- struct{}{}:
+		return nil
 	case <-r.Context().Done():
-		return nil, clientFault("request cancelled")
+		return clientFault("request cancelled")
 	case <-ctx.Done():
 		if r.Context().Err() != nil { // both done (ReadRequest passes one context twice)
-			return nil, clientFault("request cancelled")
+			return clientFault("request cancelled")
 		}
-		return nil, &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
+		return &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
 	}
-	return Decode(buf.Bytes(), ct, lim)
 }
 
 // WriteResponse writes r with status 200 and Content-Type text/xml.
