@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+
+	"github.com/legacybridge/soapbridge/internal/header"
 )
 
 // Parse slots bound how many request bodies are parsed at once. Parsing is
@@ -49,7 +51,7 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	if r.Method != http.MethodPost {
 		return nil, clientFault("SOAP requests must use POST")
 	}
-	ct := r.Header.Get("Content-Type")
+	ct := header.Get(r.Header, header.ContentType)
 	if ct == "" {
 		return nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
 	}
@@ -147,8 +149,8 @@ func WriteFault(w http.ResponseWriter, f *Fault) error {
 
 func writeXML(w http.ResponseWriter, status int, b []byte) error {
 	h := w.Header()
-	h.Set("Content-Type", "text/xml; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	header.Set(h, header.ContentType, "text/xml; charset=utf-8")
+	header.Set(h, header.ContentLength, strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, err := w.Write(b)
 	return err

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/header"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
@@ -34,8 +35,7 @@ func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, pin f
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
 	e.Use(
-		dropBadRequestID,
-		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
+		requestIDs,
 		accessLog(log.Named("http")),
 		callContext(tr, proxies, pin),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
@@ -226,17 +226,25 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 
 var accessFields = sync.Pool{New: func() any { return new([8]zap.Field) }}
 
-func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+func requestID(c echo.Context) string { return header.Get(c.Response().Header(), header.XRequestID) }
 
-// dropBadRequestID removes a client-sent X-Request-Id that is not a short
-// token, so that RequestID generates one instead of echoing junk into logs
-// and replies.
-func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+// requestIDs gives every request its id, as echo's RequestID middleware
+// with reqid.New would: the client's X-Request-Id when it is a short token
+// (any other is removed from the request, so that no junk reaches logs and
+// replies), else a new one, set on the reply's X-Request-Id. One step
+// instead of two middlewares, reading the field by its canonical key.
+func requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
-		if id := h.Get(echo.HeaderXRequestID); id != "" && !isToken(id, 128) {
+		id := header.Get(h, header.XRequestID)
+		if id != "" && !isToken(id, 128) {
 			h.Del(echo.HeaderXRequestID)
+			id = ""
 		}
+		if id == "" {
+			id = reqid.New()
+		}
+		header.Set(c.Response().Header(), header.XRequestID, id)
 		return next(c)
 	}
 }
