@@ -17,7 +17,7 @@ import (
 	"github.com/legacybridge/soapbridge/internal/tracing"
 )
 
-// callContext puts the request id (set by echo's RequestID before it) in
+// callContext puts the request id (set by requestIDs before it) in
 // the request's context, where the core reads it for the notifications a
 // call enqueues, with the caller's address (the peer, or behind a trusted
 // proxy the client it names: for the request loggers, logctx, and the
@@ -25,41 +25,39 @@ import (
 // in force (snapshots.pin), and, when tracing is on, starts the call's root span: the
 // gateway exchanges and store operations of the call become its children
 // through the same context.
-func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			id := requestID(c)
-			ctx := reqid.With(r.Context(), id)
-			if a, ok := proxies.ClientAddr(r); ok {
-				ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
-			}
-			if pin != nil {
-				ctx = pin(ctx)
-			}
-			if !tr.Enabled() || r.URL.Path == "/healthz" {
-				c.SetRequest(r.WithContext(ctx))
-				return next(c)
-			}
-			// The route, not the URL: bounded names.
-			ctx, span := tr.StartCall(ctx, r.Method+" "+c.Path(), id)
-			defer span.End()
-			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
-			if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {
-				span.SetAttributes(attribute.String("soap.action", trimAction(a)))
-			}
-			c.SetRequest(r.WithContext(ctx))
-			err := next(c)
-			if err != nil {
-				c.Error(err) // writes the reply, so the status below is final
-			}
-			st := c.Response().Status
-			span.SetAttributes(attribute.Int("http.response.status_code", st))
-			if st >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(st))
-			}
-			return nil
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, pin func(context.Context) context.Context) step {
+	return func(c echo.Context, next echo.HandlerFunc) error {
+		r := c.Request()
+		id := requestID(c)
+		ctx := reqid.With(r.Context(), id)
+		if a, ok := proxies.ClientAddr(r); ok {
+			ctx = logctx.WithClientIP(ctx, addrText(a, r.RemoteAddr))
 		}
+		if pin != nil {
+			ctx = pin(ctx)
+		}
+		if !tr.Enabled() || r.URL.Path == "/healthz" {
+			c.SetRequest(r.WithContext(ctx))
+			return next(c)
+		}
+		// The route, not the URL: bounded names.
+		ctx, span := tr.StartCall(ctx, r.Method+" "+c.Path(), id)
+		defer span.End()
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
+		if a := r.Header.Get("SOAPAction"); a != "" && isToken(trimAction(a), 200) {
+			span.SetAttributes(attribute.String("soap.action", trimAction(a)))
+		}
+		c.SetRequest(r.WithContext(ctx))
+		err := next(c)
+		if err != nil {
+			c.Error(err) // writes the reply, so the status below is final
+		}
+		st := c.Response().Status
+		span.SetAttributes(attribute.Int("http.response.status_code", st))
+		if st >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(st))
+		}
+		return nil
 	}
 }
 
