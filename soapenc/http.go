@@ -147,9 +147,12 @@ func WriteFault(w http.ResponseWriter, f *Fault) error {
 	return err
 }
 
+// textXML is the Content-Type of every reply, one slice for all of them.
+var textXML = []string{"text/xml; charset=utf-8"}
+
 func writeXML(w http.ResponseWriter, status int, b []byte) error {
 	h := w.Header()
-	header.Set(h, header.ContentType, "text/xml; charset=utf-8")
+	header.SetShared(h, header.ContentType, textXML)
 	header.Set(h, header.ContentLength, strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, err := w.Write(b)

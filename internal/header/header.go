@@ -34,3 +34,11 @@ func Get(h http.Header, key string) string {
 func Set(h http.Header, key, value string) {
 	h[key] = []string{value}
 }
+
+// SetShared sets key to values, a slice shared by every caller (a constant
+// value, made once), instead of a new one-element slice per call. Nothing
+// may write into values: net/http copies a reply's header fields before it
+// writes them, and Add or Set on the key make a new slice.
+func SetShared(h http.Header, key string, values []string) {
+	h[key] = values
+}

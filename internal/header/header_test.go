@@ -53,3 +53,16 @@ func toLower(s string) string {
 	}
 	return string(b)
 }
+
+// A shared value stays as it was whatever is set or added on the key after.
+func TestSetSharedIsNotWritten(t *testing.T) {
+	shared := []string{"text/xml; charset=utf-8"}
+	h := http.Header{}
+	SetShared(h, ContentType, shared)
+	h.Add(ContentType, "other")
+	Set(h, ContentType, "third")
+	h.Set(ContentType, "fourth")
+	if len(shared) != 1 || shared[0] != "text/xml; charset=utf-8" {
+		t.Errorf("shared value now %q", shared)
+	}
+}
