@@ -1,6 +1,7 @@
 package soapenc
 
 import (
+	"bytes"
 	"testing"
 	"unicode/utf8"
 )
@@ -74,6 +75,18 @@ func FuzzAppendEscaped(f *testing.F) {
 			if !utf8.Valid(got) {
 				t.Fatalf("invalid UTF-8: %q", got)
 			}
+		}
+	})
+}
+
+// FuzzStartTags holds startTags to the two counts it replaces.
+func FuzzStartTags(f *testing.F) {
+	for _, s := range []string{"", "<", "</", "<a></a>", "<a/><b><c/></b>", "<<//", "x</", "<?xml?><!-- --><a>"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := startTags(b), bytes.Count(b, []byte{'<'})-bytes.Count(b, []byte("</")); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
 		}
 	})
 }

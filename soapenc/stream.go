@@ -244,8 +244,8 @@ func xmlDecl(s string) int {
 	if !ok {
 		return -1
 	}
-	for _, attr := range []string{"encoding", "standalone"} {
-		r, ok := strings.CutPrefix(rest, " "+attr+`="`)
+	for _, attr := range [...]string{` encoding="`, ` standalone="`} {
+		r, ok := strings.CutPrefix(rest, attr)
 		if !ok {
 			continue
 		}
