@@ -73,16 +73,13 @@ func (c flushCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
 	return err
 }
 
-// isoLayout is zapcore.ISO8601TimeEncoder's layout, the time of every log
-// line.
-const isoLayout = "2006-01-02T15:04:05.000Z0700"
-
 // isoTime writes a line's time exactly as zapcore.ISO8601TimeEncoder
-// does, without formatting the layout for every line (time.AppendFormat
-// was the largest single cost of an access line): the date, the time to
-// the second and the zone are formatted once per second and location
-// (a zone's offset changes only at a whole second), the milliseconds per
-// line. TestISOTimeIsZapISO8601 holds the two to the same text.
+// does (layout "2006-01-02T15:04:05.000Z0700"), without formatting the
+// whole layout for every line (some 2,400 instructions of an access
+// line's 10,000): the date, the time to the second and the zone are
+// formatted once per second and location (a zone's offset changes only at
+// a whole second), the milliseconds per line. TestISOTimeIsZapISO8601
+// holds the two to the same text.
 func isoTime(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
 	sec, loc := t.Unix(), t.Location()
 	s := isoLast.Load()
