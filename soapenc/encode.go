@@ -354,8 +354,9 @@ func appendEscaped(b []byte, s string, attr bool) []byte {
 }
 
 // plainText and plainAttr are the bytes appendEscaped writes as they are in
-// character data and in an attribute value: ASCII but C0 controls, '<',
-// '>', '&', CR, and in an attribute '"', tab and newline too.
+// character data and in an attribute value: ASCII but '<', '>', '&' and
+// the C0 controls (CR among them), save tab and newline in character
+// data; in an attribute '"' is escaped too.
 var plainText, plainAttr = plainBytes(false), plainBytes(true)
 
 func plainBytes(attr bool) (t [256]bool) {

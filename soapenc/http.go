@@ -93,10 +93,10 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	return Decode(buf.Bytes(), ct, lim)
 }
 
-// acquire takes a free slot at once when neither context is done yet: the
-// only case the select of waitSlot could then pick, without the channels
-// asking a context for Done makes (one for the request's, one for the
-// call's) and the locking of a select over three.
+// acquire takes a free slot at once when neither context is done yet, the
+// only case waitSlot's select could then pick, without asking either
+// context for Done (which makes a channel for each, per request) and
+// without the locking of a select over three channels.
 func acquire(ctx context.Context, r *http.Request, slots chan struct{}) bool {
 	if ctx.Err() != nil || r.Context().Err() != nil {
 		return false
