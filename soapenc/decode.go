@@ -117,7 +117,7 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 
 	// Start tags are the '<' that are not end tags: a close upper bound of the
 	// element count, checked before the parser spends memory on them.
-	starts := bytes.Count(body, []byte{'<'}) - bytes.Count(body, []byte("</"))
+	starts := startTags(body)
 	if starts > lim.MaxElements {
 		return nil, clientFault("too many elements (limit " + itoa(lim.MaxElements) + ")")
 	}
@@ -266,10 +266,28 @@ func mediaType(contentType string) (charset string, f *Fault) {
 	return "", clientFault("Content-Type must be text/xml for SOAP 1.1")
 }
 
+// startTags counts the '<' of b not followed by '/': what
+// bytes.Count(b, "<") - bytes.Count(b, "</") counts, in one pass.
+func startTags(b []byte) int {
+	n := 0
+	for {
+		i := bytes.IndexByte(b, '<')
+		if i < 0 {
+			return n
+		}
+		if i+1 == len(b) || b[i+1] != '/' {
+			n++
+		}
+		b = b[i+1:]
+	}
+}
+
 // plainTextXML recognises "text/xml" alone or with one charset parameter
 // of plain token characters (what mime.ParseMediaType would read the same).
 func plainTextXML(ct string) (charset string, ok bool) {
-	if len(ct) < 8 || !strings.EqualFold(ct[:8], "text/xml") {
+	// The exact spellings first: what every client sends, without
+	// EqualFold's case folding.
+	if len(ct) < 8 || ct[:8] != "text/xml" && !strings.EqualFold(ct[:8], "text/xml") {
 		return "", false
 	}
 	rest := ct[8:]
@@ -281,7 +299,7 @@ func plainTextXML(ct string) (charset string, ok bool) {
 		return "", false
 	}
 	rest = strings.TrimLeft(rest, " ")
-	if len(rest) < 8 || !strings.EqualFold(rest[:8], "charset=") {
+	if len(rest) < 8 || rest[:8] != "charset=" && !strings.EqualFold(rest[:8], "charset=") {
 		return "", false
 	}
 	cs := rest[8:]
@@ -331,7 +349,7 @@ func toUTF8(body []byte, cs string) (out []byte, name string, f *Fault) {
 }
 
 func isUTF8Label(s string) bool {
-	return strings.EqualFold(s, "utf-8") || strings.EqualFold(s, "utf8")
+	return s == "utf-8" || s == "UTF-8" || strings.EqualFold(s, "utf-8") || strings.EqualFold(s, "utf8")
 }
 
 // declEncoding returns the encoding pseudo-attribute of a leading XML

@@ -290,8 +290,22 @@ func appendFault(b []byte, f *Fault) []byte {
 // than tab/newline/CR, U+FFFE/U+FFFF) become U+FFFD, so the output is always
 // well-formed UTF-8. CR is written as a reference so it survives parsing.
 func appendEscaped(b []byte, s string, attr bool) []byte {
+	// The run of bytes written as they are comes first, one table look-up
+	// a byte (namespace URIs and most values are all of it); the loop
+	// below starts where it ends, with nothing written yet.
+	plain := &plainText
+	if attr {
+		plain = &plainAttr
+	}
+	i := 0
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return append(b, s...)
+	}
 	last := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		var esc string
 		size := 1
@@ -337,4 +351,18 @@ func appendEscaped(b []byte, s string, attr bool) []byte {
 		i += size
 	}
 	return append(b, s[last:]...)
+}
+
+// plainText and plainAttr are the bytes appendEscaped writes as they are in
+// character data and in an attribute value: ASCII but '<', '>', '&' and
+// the C0 controls (CR among them), save tab and newline in character
+// data; in an attribute '"' is escaped too.
+var plainText, plainAttr = plainBytes(false), plainBytes(true)
+
+func plainBytes(attr bool) (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '<' && c != '>' && c != '&' && (c != '"' || !attr)
+	}
+	t['\t'], t['\n'] = !attr, !attr
+	return t
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+
+	"github.com/legacybridge/soapbridge/internal/header"
 )
 
 // Parse slots bound how many request bodies are parsed at once. Parsing is
@@ -49,7 +51,7 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	if r.Method != http.MethodPost {
 		return nil, clientFault("SOAP requests must use POST")
 	}
-	ct := r.Header.Get("Content-Type")
+	ct := header.Get(r.Header, header.ContentType)
 	if ct == "" {
 		return nil, clientFault("Content-Type must be text/xml for SOAP 1.1")
 	}
@@ -82,18 +84,46 @@ func ReadRequestContext(ctx context.Context, r *http.Request, lim Limits) (*Call
 	if buf.Len() > smallBody {
 		slots = largeDecodeSlots
 	}
+	if !acquire(ctx, r, slots) {
+		if f := waitSlot(ctx, r, slots); f != nil {
+			return nil, f
+		}
+	}
+	defer func() { <-slots }()
+	return Decode(buf.Bytes(), ct, lim)
+}
+
+// acquire takes a free slot at once when neither context is done yet, the
+// only case waitSlot's select could then pick, without asking either
+// context for Done (which makes a channel for each, per request) and
+// without the locking of a select over three channels.
+func acquire(ctx context.Context, r *http.Request, slots chan struct{}) bool {
+	if ctx.Err() != nil || r.Context().Err() != nil {
+		return false
+	}
 	select {
 	case slots <- struct{}{}:
-		defer func() { <-slots }()
+		return true
+	default:
+		return false
+	}
+}
+
+// waitSlot waits for a slot of slots, the call deadline (ctx) or the
+// client's hang-up, whichever comes first: nil when it took a slot (its
+// caller gives it back), else the fault.
+func waitSlot(ctx context.Context, r *http.Request, slots chan struct{}) *Fault {
+	select {
+	case slots <- struct{}{}:
+		return nil
 	case <-r.Context().Done():
-		return nil, clientFault("request cancelled")
+		return clientFault("request cancelled")
 	case <-ctx.Done():
 		if r.Context().Err() != nil { // both done (ReadRequest passes one context twice)
-			return nil, clientFault("request cancelled")
+			return clientFault("request cancelled")
 		}
-		return nil, &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
+		return &Fault{Code: FaultServer, String: "call deadline passed while waiting to parse the request"}
 	}
-	return Decode(buf.Bytes(), ct, lim)
 }
 
 // WriteResponse writes r with status 200 and Content-Type text/xml.
@@ -117,10 +147,13 @@ func WriteFault(w http.ResponseWriter, f *Fault) error {
 	return err
 }
 
+// textXML is the Content-Type of every reply, one slice for all of them.
+var textXML = []string{"text/xml; charset=utf-8"}
+
 func writeXML(w http.ResponseWriter, status int, b []byte) error {
 	h := w.Header()
-	h.Set("Content-Type", "text/xml; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	header.SetShared(h, header.ContentType, textXML)
+	header.Set(h, header.ContentLength, strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, err := w.Write(b)
 	return err

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,4 +225,35 @@ func TestSlowLargeDeclaredBodyCostsLittle(t *testing.T) {
 	perConn := (after.TotalAlloc - before.TotalAlloc) / conns
 	t.Logf("allocated per slow connection declaring 1 MiB: %d bytes", perConn)
 	require.Less(t, perConn, uint64(24<<10))
+}
+
+// doneCounter is a context that counts the calls of its Done.
+type doneCounter struct {
+	context.Context
+	dones atomic.Int32
+}
+
+func (d *doneCounter) Done() <-chan struct{} {
+	d.dones.Add(1)
+	return d.Context.Done()
+}
+
+// With a parse slot free and neither context done, the slot is taken
+// without asking either context for Done (each would make a channel per
+// call for a select that could pick nothing else); a done one still ends
+// the request as before (TestReadRequestWaitsForDecodeSlot).
+func TestReadRequestTakesFreeSlotWithoutDone(t *testing.T) {
+	reqCtx, cancelReq := context.WithCancel(context.Background())
+	defer cancelReq()
+	callCtx, cancelCall := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelCall()
+	rc, cc := &doneCounter{Context: reqCtx}, &doneCounter{Context: callCtx}
+	r := httptest.NewRequestWithContext(rc, "POST", "/axis/EPaymentServiceV2", strings.NewReader(envelope("", call("touch", ""))))
+	r.Header.Set("Content-Type", "text/xml")
+	c, err := ReadRequestContext(cc, r, DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "touch", c.Operation.Local)
+	require.Zero(t, rc.dones.Load(), "Done of the request's context")
+	require.Zero(t, cc.dones.Load(), "Done of the call's context")
+	require.Empty(t, decodeSlots, "slot released")
 }

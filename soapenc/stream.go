@@ -244,8 +244,8 @@ func xmlDecl(s string) int {
 	if !ok {
 		return -1
 	}
-	for _, attr := range []string{"encoding", "standalone"} {
-		r, ok := strings.CutPrefix(rest, " "+attr+`="`)
+	for _, attr := range [...]string{` encoding="`, ` standalone="`} {
+		r, ok := strings.CutPrefix(rest, attr)
 		if !ok {
 			continue
 		}
@@ -277,13 +277,13 @@ func scanName(s string, i int) (end int, ok bool) {
 	start, colon := i, -1
 	for ; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case isASCIILetter(c) || c == '_':
-		case '0' <= c && c <= '9' || c == '.' || c == '-':
+		switch nameClass[c] {
+		case nameStart:
+		case nameChar:
 			if i == start || i == colon+1 {
 				return 0, false
 			}
-		case c == ':':
+		case nameColon:
 			if colon >= 0 || i == start {
 				return 0, false
 			}
@@ -297,6 +297,40 @@ func scanName(s string, i int) (end int, ok bool) {
 	}
 	return 0, false // a name runs to the end of the document
 }
+
+// The classes of the bytes of a name for scanName, one look-up a byte:
+// a letter or '_' (may start a name), a digit, '.' or '-' (may not), ':',
+// anything else (0: ends the name, or is refused).
+const (
+	nameStart = 1 + iota
+	nameChar
+	nameColon
+)
+
+var nameClass = func() (t [256]byte) {
+	for c := 0; c < 256; c++ {
+		switch b := byte(c); {
+		case isASCIILetter(b) || b == '_':
+			t[c] = nameStart
+		case '0' <= b && b <= '9' || b == '.' || b == '-':
+			t[c] = nameChar
+		case b == ':':
+			t[c] = nameColon
+		}
+	}
+	return t
+}()
+
+// plainChar are the bytes charData passes over without a second look in
+// text and in attribute values alike: ASCII but C0 controls other than
+// tab and newline, '<', '&' and '>'.
+var plainChar = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '<' && c != '&' && c != '>'
+	}
+	t['\t'], t['\n'] = true, true
+	return t
+}()
 
 // splitName splits a name scanName accepted into prefix and local name.
 func splitName(n string) (prefix, local string) {
@@ -319,7 +353,11 @@ func skipSpace(s string, i int) int {
 // for anything else (carriage returns, "]]>" in text, '<' in a value).
 func charData(s string, attr bool) (string, bool) {
 	amp := false
-	for i := 0; i < len(s); {
+	i := 0
+	for i < len(s) && plainChar[s[i]] { // what the loop below passes over, one look-up a byte
+		i++
+	}
+	for i < len(s) {
 		c := s[i]
 		switch {
 		case c >= utf8.RuneSelf:

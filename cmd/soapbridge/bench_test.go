@@ -106,6 +106,36 @@ func BenchmarkTouchParallel(b *testing.B) {
 	benchPost(b, startBenchBridge(b), []byte(touchEnvelope), ">OK<")
 }
 
+// BenchmarkTouchSerial and BenchmarkPaymentStatusSerial: the same calls
+// from one client goroutine, one at a time. With -cpu 1 nothing else runs
+// while the bridge serves a call (touch), or only the embedded sandbox
+// (paymentStatus), so an instruction count of the server's handler alone
+// is clean (callgrind's --toggle-collect on
+// net/http.serverHandler.ServeHTTP; docs/performance.md).
+func BenchmarkTouchSerial(b *testing.B) {
+	benchSerial(b, startBenchBridge(b), []byte(touchEnvelope), ">OK<")
+}
+
+func BenchmarkPaymentStatusSerial(b *testing.B) {
+	benchPaymentStatusWith(b, startBenchBridge(b), benchSerial)
+}
+
+func benchSerial(b *testing.B, url string, body []byte, want string) {
+	cl := benchClient()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := cl.Post(url, "text/xml; charset=utf-8", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Contains(got, []byte(want)) {
+			b.Fatalf("status %d, reply %.300s", resp.StatusCode, got)
+		}
+	}
+}
+
 // BenchmarkTouchParallelBufferedLog: access-log lines gathered in a 256 KiB
 // buffer (the default before every line had to survive a kill), for the
 // ratio; BenchmarkTouchLogToPipe compares the two into a real pipe.
@@ -135,6 +165,11 @@ func BenchmarkPaymentStatusParallel(b *testing.B) {
 // benchPaymentStatus creates a payment through the bridge at url, then
 // reads its status from every client goroutine.
 func benchPaymentStatus(b *testing.B, url string) {
+	benchPaymentStatusWith(b, url, benchPost)
+}
+
+// benchPaymentStatusWith is benchPaymentStatus with post sending the calls.
+func benchPaymentStatusWith(b *testing.B, url string, post func(b *testing.B, url string, body []byte, want string)) {
 	create, err := os.ReadFile("../../testdata/operations/createPayment/request.xml")
 	if err != nil {
 		b.Fatal(err)
@@ -163,5 +198,5 @@ func benchPaymentStatus(b *testing.B, url string) {
 	if !strings.Contains(string(status), id) {
 		b.Fatal("paymentStatus request without the payment id")
 	}
-	benchPost(b, url, status, "CALL_COMPLETED")
+	post(b, url, status, "CALL_COMPLETED")
 }

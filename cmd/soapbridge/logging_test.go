@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // With the buffer on (the default), lines wait for the timer or the
@@ -139,4 +141,63 @@ func TestGCPacingFollowsEachCollection(t *testing.T) {
 		got = percent()
 		return got >= 400
 	}, 10*time.Second, 10*time.Millisecond, "the heap released: GOGC back near its cap")
+}
+
+// TestISOTimeIsZapISO8601: isoTime writes every time as
+// zapcore.ISO8601TimeEncoder does, in the JSON and console encoders: in
+// several zones (offsets of half and three quarters of an hour, west of
+// Greenwich, a local mean time with seconds in its offset), across a
+// daylight-saving change, for times read back one after another within a
+// second and from second to second (the cached second), and far from now.
+func TestISOTimeIsZapISO8601(t *testing.T) {
+	var locs []*time.Location
+	for _, name := range []string{"UTC", "Europe/Prague", "America/St_Johns", "Asia/Kathmandu", "Pacific/Chatham", "America/Los_Angeles"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatalf("zone %s: %v", name, err)
+		}
+		locs = append(locs, loc)
+	}
+	locs = append(locs, time.Local, time.FixedZone("", -(3*3600+30*60)), time.FixedZone("LMT", 3464))
+	starts := []time.Time{
+		time.Date(2026, 3, 29, 0, 59, 58, 0, time.UTC),  // Prague: CET to CEST at 01:00 UTC
+		time.Date(2026, 10, 25, 0, 59, 58, 0, time.UTC), // and back
+		time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(12345, 6, 7, 8, 9, 10, 0, time.UTC),
+		time.Now(),
+	}
+	steps := []time.Duration{0, time.Nanosecond, 999 * time.Microsecond, time.Millisecond, 7 * time.Millisecond, 333 * time.Millisecond, time.Second, 1500 * time.Millisecond}
+	zapCfg, ourCfg := zap.NewProductionEncoderConfig(), zap.NewProductionEncoderConfig()
+	zapCfg.EncodeTime, ourCfg.EncodeTime = zapcore.ISO8601TimeEncoder, isoTime
+	encoders := map[string][2]zapcore.Encoder{
+		"json":    {zapcore.NewJSONEncoder(zapCfg), zapcore.NewJSONEncoder(ourCfg)},
+		"console": {zapcore.NewConsoleEncoder(zapCfg), zapcore.NewConsoleEncoder(ourCfg)},
+	}
+	n := 0
+	for name, enc := range encoders {
+		for _, start := range starts {
+			at := start
+			for i := 0; i < 40; i++ {
+				at = at.Add(steps[i%len(steps)])
+				for _, loc := range locs { // the same second in one zone after another
+					want, err := enc[0].EncodeEntry(zapcore.Entry{Time: at.In(loc), Message: "m"}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := enc[1].EncodeEntry(zapcore.Entry{Time: at.In(loc), Message: "m"}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.String() != want.String() {
+						t.Fatalf("%s, %v: %q, zap writes %q", name, at.In(loc), got, want)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("nothing compared")
+	}
 }

@@ -611,7 +611,7 @@ func newLogger(cfg Config, w io.Writer) (*zap.Logger, error) {
 	}
 	ec := zap.NewProductionEncoderConfig()
 	ec.TimeKey = "time"
-	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	ec.EncodeTime = isoTime // zapcore.ISO8601TimeEncoder's text
 	ec.EncodeDuration = zapcore.StringDurationEncoder
 	var enc zapcore.Encoder
 	if cfg.LogFormat == "console" {

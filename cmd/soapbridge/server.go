@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/header"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/internal/reqid"
 	"github.com/legacybridge/soapbridge/internal/tracing"
@@ -34,13 +35,27 @@ func newEcho(log *zap.Logger, tr *tracing.Tracer, proxies *access.Proxies, snaps
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // everything goes through zap
 	e.Use(
-		dropBadRequestID,
-		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: reqid.New}),
-		accessLog(log.Named("http")),
-		callContext(tr, proxies, snaps),
+		front(log.Named("http"), callContext(tr, proxies, snaps)),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log)}),
 	)
 	return e
+}
+
+// step is one part of a middleware chain written as a function of the
+// request and the rest of the chain, so that several run in one closure.
+type step func(c echo.Context, next echo.HandlerFunc) error
+
+// front is the outer part of every request's chain, outermost first: the
+// request id (requestIDs), the access line (accessLog) around the call
+// context (call). One middleware, not three: echo wraps the handler in
+// every global middleware again on every request, a closure each.
+func front(log *zap.Logger, call step) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			requestIDs(c)
+			return accessLog(log, c, next, call)
+		}
+	}
 }
 
 // logPanic logs a recovered panic with its request and stack; the client
@@ -64,14 +79,27 @@ func logPanic(log *zap.Logger) middleware.LogErrorFunc {
 // a fault too. The handler itself reads the body under the SOAP limits and
 // gives the call its deadline before it reads
 // (operations.Service.CallContext).
+//
+// The chain is put together once, here, not given to echo as route
+// middleware: echo would wrap the handler in it again on every request (a
+// closure per middleware per call), for the same chain.
 func soapRoute(e *echo.Echo, path string, h echo.HandlerFunc, lim *rate.Limiter, log *zap.Logger) {
-	e.POST(path, h,
+	e.POST(path, chain(h,
 		soapSpan,
 		soapFaults,
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log), DisableErrorHandler: true}),
 		rateLimit(lim, func(c echo.Context, text string) error {
 			return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
-		}))
+		})))
+}
+
+// chain wraps h in mw, the first outermost, as echo applies route
+// middleware.
+func chain(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
 }
 
 // soapSpan names the call's span (started by callContext) for what it is:
@@ -175,57 +203,59 @@ func healthzUnless(draining func() bool) echo.HandlerFunc {
 // put it into the request's context for the adapters' request loggers).
 // Bodies are never logged. Health probes log at debug level. A line costs
 // its encoding buffer (zap's pool) and one write: the fields are put into
-// a pooled array, not a new slice per line.
-func accessLog(log *zap.Logger) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err) // writes the reply, so the status below is final
-			}
-			r, res := c.Request(), c.Response()
-			level := zapcore.InfoLevel
-			switch {
-			case res.Status >= 500:
-				level = zapcore.WarnLevel
-			case r.URL.Path == "/healthz":
-				level = zapcore.DebugLevel
-			}
-			// Check first: the fields are built only for a line that is written.
-			if ce := log.Check(level, "request"); ce != nil {
-				fs := accessFields.Get().(*[8]zap.Field)
-				fs[0] = zap.String("method", r.Method)
-				fs[1] = zap.String("path", r.URL.Path)
-				fs[2] = zap.Int("status", res.Status)
-				fs[3] = zap.Int64("bytes", res.Size)
-				fs[4] = zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
-				fs[5] = zap.String("request_id", requestID(c))
-				fs[6] = zap.String("remote", r.RemoteAddr)
-				fs[7] = zap.String("client_ip", logctx.ClientIP(r.Context()))
-				ce.Write(fs[:]...) // the cores encode the fields, none keeps the slice
-				*fs = [8]zap.Field{}
-				accessFields.Put(fs)
-			}
-			return nil
-		}
+// a pooled array, not a new slice per line. The line is written once
+// call(c, next), the rest of the chain, has returned (front).
+func accessLog(log *zap.Logger, c echo.Context, next echo.HandlerFunc, call step) error {
+	start := time.Now()
+	if err := call(c, next); err != nil {
+		c.Error(err) // writes the reply, so the status below is final
 	}
+	r, res := c.Request(), c.Response()
+	level := zapcore.InfoLevel
+	switch {
+	case res.Status >= 500:
+		level = zapcore.WarnLevel
+	case r.URL.Path == "/healthz":
+		level = zapcore.DebugLevel
+	}
+	// Check first: the fields are built only for a line that is written.
+	if ce := log.Check(level, "request"); ce != nil {
+		fs := accessFields.Get().(*[8]zap.Field)
+		fs[0] = zap.String("method", r.Method)
+		fs[1] = zap.String("path", r.URL.Path)
+		fs[2] = zap.Int("status", res.Status)
+		fs[3] = zap.Int64("bytes", res.Size)
+		fs[4] = zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
+		fs[5] = zap.String("request_id", requestID(c))
+		fs[6] = zap.String("remote", r.RemoteAddr)
+		fs[7] = zap.String("client_ip", logctx.ClientIP(r.Context()))
+		ce.Write(fs[:]...) // the cores encode the fields, none keeps the slice
+		*fs = [8]zap.Field{}
+		accessFields.Put(fs)
+	}
+	return nil
 }
 
 var accessFields = sync.Pool{New: func() any { return new([8]zap.Field) }}
 
-func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+func requestID(c echo.Context) string { return header.Get(c.Response().Header(), header.XRequestID) }
 
-// dropBadRequestID removes a client-sent X-Request-Id that is not a short
-// token, so that RequestID generates one instead of echoing junk into logs
-// and replies.
-func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header
-		if id := h.Get(echo.HeaderXRequestID); id != "" && !isToken(id, 128) {
-			h.Del(echo.HeaderXRequestID)
-		}
-		return next(c)
+// requestIDs gives the request its id, as echo's RequestID middleware
+// with reqid.New would: the client's X-Request-Id when it is a short token
+// (any other is removed from the request, so that no junk reaches logs and
+// replies), else a new one, set on the reply's X-Request-Id. It reads the
+// field by its canonical key.
+func requestIDs(c echo.Context) {
+	h := c.Request().Header
+	id := header.Get(h, header.XRequestID)
+	if id != "" && !isToken(id, 128) {
+		h.Del(echo.HeaderXRequestID)
+		id = ""
 	}
+	if id == "" {
+		id = reqid.New()
+	}
+	header.Set(c.Response().Header(), header.XRequestID, id)
 }
 
 func isToken(s string, max int) bool {

@@ -17,7 +17,7 @@ import (
 	"github.com/legacybridge/soapbridge/internal/tracing"
 )
 
-// callContext puts the request id (set by echo's RequestID before it) in
+// callContext puts the request id (set by requestIDs before it) in
 // the request's context, where the core reads it for the notifications a
 // call enqueues, with the caller's address (the peer, or behind a trusted
 // proxy the client it names: for the request loggers, logctx, and the
@@ -26,20 +26,18 @@ import (
 // tracing is on, starts the call's root span: the gateway exchanges and
 // store operations of the call become its children through the same
 // context.
-func callContext(tr *tracing.Tracer, proxies *access.Proxies, snaps *snapshots) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			ctx, sn := callValues(c, r, proxies, snaps)
-			if sn != nil {
-				defer snaps.unpin(sn)
-			}
-			if !tr.Enabled() || r.URL.Path == "/healthz" {
-				c.SetRequest(r.WithContext(ctx))
-				return next(c)
-			}
-			return traced(c, r, ctx, tr, next)
+func callContext(tr *tracing.Tracer, proxies *access.Proxies, snaps *snapshots) step {
+	return func(c echo.Context, next echo.HandlerFunc) error {
+		r := c.Request()
+		ctx, sn := callValues(c, r, proxies, snaps)
+		if sn != nil {
+			defer snaps.unpin(sn)
 		}
+		if !tr.Enabled() || r.URL.Path == "/healthz" {
+			c.SetRequest(r.WithContext(ctx))
+			return next(c)
+		}
+		return traced(c, r, ctx, tr, next)
 	}
 }
 

@@ -152,3 +152,20 @@ func TestDisabled(t *testing.T) {
 	assert.False(t, span.SpanContext().IsValid())
 	span.End()
 }
+
+// With tracing disabled an exchange with the gateway costs nothing: the
+// context comes back as it was, no span in it, and nothing is allocated.
+func TestDisabledExchangeIsFree(t *testing.T) {
+	tr := Disabled()
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "v")
+	got, end := tr.StartExchange(ctx, "payment", http.MethodGet)
+	assert.Equal(t, ctx, got)
+	end(200, nil)
+	end(0, errors.New("down"))
+	n := testing.AllocsPerRun(100, func() {
+		_, end := tr.StartExchange(ctx, "payment", http.MethodGet)
+		end(200, nil)
+	})
+	assert.Zero(t, n, "allocations per exchange")
+}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/legacybridge/soapbridge/internal/access"
+	"github.com/legacybridge/soapbridge/internal/header"
 	"github.com/legacybridge/soapbridge/internal/logctx"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/usage"
@@ -339,7 +340,7 @@ func (a *API) Handler() echo.HandlerFunc {
 		req := c.Request()
 		// Log lines of this call carry the request id of the access log;
 		// its duration counts from here (one context value for both).
-		ctx := logctx.WithCall(req.Context(), a.log, c.Response().Header().Get(echo.HeaderXRequestID), time.Now())
+		ctx := logctx.WithCall(req.Context(), a.log, header.Get(c.Response().Header(), header.XRequestID), time.Now())
 		// Detached from the client's connection and bounded by the call
 		// deadline from here on: the upload of the body, the wait for a
 		// parse slot and every gateway call. No POST starts unless it can

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/legacybridge/soapbridge/internal/header"
 	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/soapenc"
 )
@@ -22,11 +23,11 @@ import (
 //
 // Node.js soap is told by its User-Agent only.
 func ClientOf(r *http.Request, w soapenc.Wire) usage.Client {
-	ua, named := usage.ParseUserAgent(r.Header.Get("User-Agent"))
+	ua, named := usage.ParseUserAgent(header.Get(r.Header, header.UserAgent))
 	if named && ua.Family != usage.FamilyPython && ua.Family != usage.FamilyJava && ua.Family != usage.FamilyBrowser {
 		return ua // the library names itself
 	}
-	if f := dialectFamily(r.Header.Get("SOAPAction"), w); f != "" {
+	if f := dialectFamily(header.Get(r.Header, header.SOAPAction), w); f != "" {
 		return usage.Client{Family: f, Version: ua.Version}
 	}
 	if named {

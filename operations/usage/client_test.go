@@ -1,6 +1,7 @@
 package usage_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -47,5 +48,33 @@ func TestFamilyLanguage(t *testing.T) {
 		default:
 			assert.NotEmpty(t, f.Language(), f)
 		}
+	}
+}
+
+// The client and features a call carries are one context node each (the
+// value and the node one allocation), read back as set, over whatever the
+// context held before.
+func TestWireContext(t *testing.T) {
+	type other struct{}
+	base := context.WithValue(context.Background(), other{}, "kept")
+	ctx := usage.WithFeatures(usage.WithClient(base, usage.Client{Family: usage.FamilyPHP, Version: "8.2"}), usage.FeatureWindows1250)
+	if got := usage.ClientFrom(ctx); got.Family != usage.FamilyPHP || got.Version != "8.2" {
+		t.Errorf("client %+v", got)
+	}
+	if got := usage.FeaturesFrom(ctx); len(got) != 1 || got[0] != usage.FeatureWindows1250 {
+		t.Errorf("features %v", got)
+	}
+	if ctx.Value(other{}) != "kept" {
+		t.Error("the context's other values are lost")
+	}
+	if got := usage.ClientFrom(usage.WithClient(ctx, usage.Client{Family: usage.FamilyAxis})); got.Family != usage.FamilyAxis {
+		t.Errorf("client set again: %+v", got)
+	}
+	if got := usage.FeaturesFrom(usage.WithClient(ctx, usage.Client{Family: usage.FamilyAxis})); len(got) != 1 {
+		t.Errorf("features lost when the client is set again: %v", got)
+	}
+	n := testing.AllocsPerRun(100, func() { _ = usage.WithClient(base, usage.Client{Family: usage.FamilyPHP}) })
+	if n != 1 {
+		t.Errorf("usage.WithClient: %.0f allocations, want 1", n)
 	}
 }

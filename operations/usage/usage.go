@@ -113,9 +113,9 @@ type wire struct {
 // WithClient returns ctx carrying the client that sent the call, for the
 // core to put in the call's Event once the call is verified.
 func WithClient(ctx context.Context, c Client) context.Context {
-	w := wireFrom(ctx)
-	w.client = c
-	return context.WithValue(ctx, ctxKey{}, &w)
+	n := &wireCtx{Context: ctx, w: wireFrom(ctx)}
+	n.w.client = c
+	return n
 }
 
 // WithFeatures returns ctx carrying features only the adapter sees (the
@@ -125,9 +125,23 @@ func WithFeatures(ctx context.Context, fs ...Feature) context.Context {
 	if len(fs) == 0 {
 		return ctx
 	}
-	w := wireFrom(ctx)
-	w.features = append(w.features[:len(w.features):len(w.features)], fs...)
-	return context.WithValue(ctx, ctxKey{}, &w)
+	n := &wireCtx{Context: ctx, w: wireFrom(ctx)}
+	n.w.features = append(n.w.features[:len(n.w.features):len(n.w.features)], fs...)
+	return n
+}
+
+// wireCtx is a context carrying a wire: the value and its context node are
+// one allocation, not two as with context.WithValue.
+type wireCtx struct {
+	context.Context
+	w wire
+}
+
+func (c *wireCtx) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return &c.w
+	}
+	return c.Context.Value(key)
 }
 
 // wireFrom is a copy of what ctx carries (values in a context never change).
