@@ -105,3 +105,56 @@ func TestKeyOverlapsRecordedAllOrNone(t *testing.T) {
 		})
 	}
 }
+
+// Two replicas recording overlapping sets of key overlaps at once (a
+// rollout whose configurations list the merchants in another order) do not
+// deadlock on PostgreSQL: each transaction takes the rows in one order,
+// whatever the order of its configuration. Here another replica's
+// transaction holds goid 1's row, the bridge's wants list goid 2 first:
+// taking goid 2's row first, the bridge would wait for goid 1's while the
+// other waits for goid 2's, and PostgreSQL would abort one of them.
+func TestKeyOverlapsRecordedInOneOrderAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.PostgresSchema(t)
+	s := open(t, dsn)
+	db := rawDB(t, dsn)
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	end := func(time.Time) time.Time { return t0.Add(time.Hour) }
+
+	other, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer other.Rollback() //nolint:errcheck // committed below unless the test failed
+	insert := `INSERT INTO key_overlaps (goid, kind, key_id, first_seen, ends_at) VALUES ($1, 'secure_key', $2, $3, $4)
+		ON CONFLICT (goid, kind, key_id) DO NOTHING`
+	_, err = other.ExecContext(ctx, insert, 1, "k-1", t0, t0.Add(time.Hour))
+	require.NoError(t, err)
+
+	type result struct {
+		recs []store.KeyOverlap
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		recs, err := s.RecordKeyOverlaps(ctx, []store.KeyOverlapWant{
+			{GoID: 2, Kind: "secure_key", KeyID: "k-2", EndsAt: end},
+			{GoID: 1, Kind: "secure_key", KeyID: "k-1", EndsAt: end},
+		}, t0)
+		done <- result{recs, err}
+	}()
+	// The bridge waits for the other's row of goid 1.
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND a.query LIKE 'INSERT INTO key_overlaps%'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, 10*time.Second, 10*time.Millisecond, "the bridge waits for the other replica's transaction")
+
+	_, err = other.ExecContext(ctx, insert, 2, "k-2", t0, t0.Add(time.Hour))
+	require.NoError(t, err, "the other replica takes goid 2's row: the bridge holds none yet")
+	require.NoError(t, other.Commit())
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.recs, 2)
+	assert.Equal(t, []int64{2, 1}, []int64{r.recs[0].GoID, r.recs[1].GoID}, "the records in the order of the wants")
+	assert.Equal(t, t0, r.recs[0].FirstSeen)
+}

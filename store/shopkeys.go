@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -73,8 +76,21 @@ type KeyOverlapWant struct {
 
 func (s *sqlStore) RecordKeyOverlaps(ctx context.Context, ws []KeyOverlapWant, now time.Time) ([]KeyOverlap, error) {
 	out := make([]KeyOverlap, len(ws))
+	// The rows are taken in one order, whatever the configuration's: two
+	// replicas recording at once (a rollout whose configurations list the
+	// merchants differently) would otherwise each hold a row the other
+	// waits for, and PostgreSQL would abort one start or reload.
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := ws[a], ws[b]
+		return cmp.Or(cmp.Compare(x.GoID, y.GoID), strings.Compare(x.Kind, y.Kind), strings.Compare(x.KeyID, y.KeyID))
+	})
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for i, w := range ws {
+		for _, i := range order {
+			w := ws[i]
 			o, err := s.recordKeyOverlap(ctx, tx, w, now)
 			if err != nil {
 				return fmt.Errorf("store: record key overlap of %d: %w", w.GoID, err)

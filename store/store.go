@@ -118,8 +118,9 @@ type Store interface {
 	// want of a configuration in one transaction, all or none: each unless
 	// recorded, first seen at now (the first sighting stays), then its end
 	// moved to what it wants unless that end has passed at now (an end
-	// once passed is final). It returns the records as they then stand,
-	// in the order of ws.
+	// once passed is final), the rows taken in (goid, kind, key id) order
+	// so that replicas recording at once never deadlock. It returns the
+	// records as they then stand, in the order of ws.
 	KeyOverlap(ctx context.Context, goid int64, kind, keyID string) (KeyOverlap, error)
 	RecordKeyOverlaps(ctx context.Context, ws []KeyOverlapWant, now time.Time) ([]KeyOverlap, error)
 
