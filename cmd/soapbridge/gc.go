@@ -82,6 +82,9 @@ func (p *gcPacing) arm() {
 		return
 	}
 	runtime.AddCleanup(new(gcSentinel), func(p *gcPacing) {
+		if p.stopped.Load() {
+			return
+		}
 		p.adjust()
 		p.arm()
 	}, p)
