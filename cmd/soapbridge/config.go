@@ -140,6 +140,7 @@ func defaultConfig() Config {
 		MaxConnsPerIP:         256,
 		MaxCallsInProgress:    1000,
 		OverloadWait:          50 * time.Millisecond,
+		OverloadCloseAbove:    4096, // max_connections: a refusal keeps its connection unless the cap is near
 		AuthFailures:          10,
 		MaxDepth:              64,
 		MaxRefs:               1000,

@@ -24,9 +24,9 @@ import (
 // answers in time. The limit is on requests in progress on the public
 // listener: one that finds max_calls_in_progress under way waits at most
 // overload_wait for a slot, then gets 503 (a SOAP call: a SOAP 1.1 Server
-// fault) with Retry-After: 1 and Connection: close (with
-// overload_close_above set, only while more client connections than that
-// are open). /healthz is never
+// fault) with Retry-After: 1, and Connection: close while more client
+// connections than overload_close_above (4096, as max_connections) are
+// open. /healthz is never
 // refused (a balancer must not take a busy replica for a dead one), nor is
 // the admin listener (a separate server).
 
@@ -188,12 +188,13 @@ func (o *overloadLimiter) route(r *http.Request) int {
 // SoapFault), a short page to the rest; Retry-After: 1 on both, and
 // Connection: close, which gives the descriptor back (a client that
 // retries comes back on a new connection, which the listener's caps see).
-// With overload_close_above set, the connection stays open while no more
-// connections than that are open: a refused client that retries on it
-// costs the bridge a request, where a reconnect costs an accept, a
-// goroutine and the client a dial (not shown to help on a loaded machine:
-// docs/performance.md). Nothing is allocated: the bodies and header
-// values are made once.
+// The connection stays open while no more connections than
+// overload_close_above are open (the default: until max_connections): a
+// refused client that retries on it costs the bridge a request, where a
+// reconnect costs an accept, a goroutine and the client a dial; on a quiet
+// machine that made a fifth more calls with a lower p99 under a warm
+// overload (docs/performance.md). Nothing is allocated: the bodies and
+// header values are made once.
 func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	route := o.route(r)
 	n := o.refused[route].Add(1)

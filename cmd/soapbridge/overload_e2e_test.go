@@ -106,12 +106,12 @@ func (e *overloadEnv) statusCall(client *http.Client) (resp *http.Response, body
 // TestOverloadE2E: the running binary with max_calls_in_progress 2. Two
 // paymentStatus calls held at the gateway; the third is refused at once
 // with 503, a SOAP Server fault, Retry-After: 1 and Connection: close
-// (overload_close_above 0, the default), and counted; the client's next
+// (overload_close_above 0: every refusal closes), and counted; the client's next
 // call dials anew; a GET of the WSDL gets a 503 page; /healthz still
 // answers; once the gateway lets the two go, both succeed and calls pass
 // again.
 func TestOverloadE2E(t *testing.T) {
-	e := newOverloadEnv(t)
+	e := newOverloadEnv(t, "SOAPBRIDGE_OVERLOAD_CLOSE_ABOVE=0")
 	got := e.hold()
 	assert.Equal(t, "2", e.metric("soapbridge_calls_in_progress"))
 	assert.Equal(t, "2", e.metric("soapbridge_calls_in_progress_max"))

@@ -198,7 +198,7 @@ func TestOverloadSettingsChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1000, cfg.MaxCallsInProgress)
 	assert.Equal(t, 50*time.Millisecond, cfg.OverloadWait)
-	assert.Equal(t, 0, cfg.OverloadCloseAbove, "every refusal closes its connection unless set")
+	assert.Equal(t, 4096, cfg.OverloadCloseAbove, "a refusal keeps its connection up to max_connections")
 	assert.Zero(t, cfg.OverloadSchedLatency, "the limit is fixed unless set")
 	cfg, err = loadConfig([]string{"-overload-sched-latency=20ms", "-overload-close-above=2048"}, envOf(nil))
 	require.NoError(t, err)
