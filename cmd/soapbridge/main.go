@@ -392,6 +392,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// once, not at the first shop's failed call; in the background, so
 	// the listener serves meanwhile.
 	probeDone.Go(func() { checkGateway(probeCtx, gw, gatewayURL, cfg.Merchants, "at start", log.Named("gateway")) })
+	// Started: what only the start used of the executable need not stay
+	// resident (startpages_linux.go).
+	if n, err := releaseStartupPages(); err != nil {
+		log.Debug("the executable's startup pages stay resident", zap.Error(err))
+	} else if n > 0 {
+		log.Debug("released the executable's startup pages", zap.Int64("resident_bytes", n))
+	}
 
 	select {
 	case err := <-served:
