@@ -182,7 +182,7 @@ var createPaymentRow = &row[PaymentCommand, *PaymentStatus]{
 	},
 	reply: func(ctx context.Context, c *call, in *PaymentCommand) (*PaymentStatus, error) {
 		if c.fresh != nil {
-			return statusFromPayment(c.fresh, c.m, &in.ProductName), nil
+			return statusFromPayment(c.fresh, &c.m, &in.ProductName), nil
 		}
 		return c.replayStatus(ctx)
 	},
@@ -307,7 +307,7 @@ var createRecurrentPaymentRow = &row[RecurrenceRequest, *PaymentStatus]{
 	},
 	reply: func(ctx context.Context, c *call, _ *RecurrenceRequest) (*PaymentStatus, error) {
 		if c.fresh != nil {
-			return statusFromPayment(c.fresh, c.m, c.freshProduct), nil
+			return statusFromPayment(c.fresh, &c.m, c.freshProduct), nil
 		}
 		return c.replayStatus(ctx)
 	},

@@ -85,7 +85,8 @@ func TestStatusFromPayment(t *testing.T) {
 		Recurrence:       &restbackend.Recurrence{RecurrenceCycle: "DAY"},
 		Preauthorization: &restbackend.Preauthorization{Requested: true},
 	}
-	st := statusFromPayment(p, testMerchant(), nil)
+	m := testMerchant()
+	st := statusFromPayment(p, &m, nil)
 	assert.Equal(t, "101", *st.SessionSubState)
 	assert.Contains(t, *st.SessionSubStateDesc, "online")
 	assert.Equal(t, "sk_vubbank", *st.PaymentChannel)

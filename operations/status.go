@@ -97,7 +97,7 @@ func (s *Service) statusOf(ctx context.Context, m *Merchant, p *restbackend.Paym
 	if found {
 		product = &sess.ProductName
 	}
-	st := statusFromPayment(p, *m, product)
+	st := statusFromPayment(p, m, product)
 	if found { // the channel as the shop knows it (a code of earlier years it listed)
 		st.PaymentChannel = paymentChannelOf(p, sess.PaymentChannels)
 	}
@@ -122,11 +122,20 @@ func (s *Service) sessionOf(ctx context.Context, id, parentID int64) (store.Sess
 			return sess, true, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			s.logFor(ctx).Error("session store read failed", zap.Int64("payment", pid), zap.Error(err))
-			return store.Session{}, false, serverError("session store unavailable")
+			return store.Session{}, false, s.sessionReadFailed(ctx, pid, err)
 		}
 	}
 	return store.Session{}, false, nil
+}
+
+// sessionReadFailed logs a failed session read and returns the call's
+// error. Apart from sessionOf, so that the log fields take no room in its
+// frame, which is under the handler's deepest ones (issue 28).
+//
+//go:noinline
+func (s *Service) sessionReadFailed(ctx context.Context, pid int64, err error) error {
+	s.logFor(ctx).Error("session store read failed", zap.Int64("payment", pid), zap.Error(err))
+	return serverError("session store unavailable")
 }
 
 // statusFromPayment maps a REST payment onto EPaymentStatus (unsigned).
@@ -142,7 +151,7 @@ type statusBlock struct {
 	preauth, recurrent                            bool
 }
 
-func statusFromPayment(p *restbackend.Payment, m Merchant, productName *string) *PaymentStatus {
+func statusFromPayment(p *restbackend.Payment, m *Merchant, productName *string) *PaymentStatus {
 	b := &statusBlock{
 		currency: p.Currency, order: p.OrderNumber, state: p.State,
 		parent: p.ParentID, id: p.ID, goid: m.GoID, price: p.Amount,

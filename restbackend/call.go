@@ -11,11 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/legacybridge/soapbridge/internal/backoff"
 )
@@ -97,17 +99,17 @@ func (c *Client) withDeadline(ctx context.Context) (context.Context, context.Can
 
 // callJSON runs r and decodes its JSON reply into out; check, when not nil,
 // compares the decoded reply with the request (the payment asked about).
-func (c *Client) callJSON(ctx context.Context, cr Credentials, r request, out validator, check func() error) error {
+func (c *Client) callJSON(ctx context.Context, cr Credentials, r *request, out validator, check func() error) error {
 	rep, err := c.call(ctx, cr, r)
 	if err != nil {
 		return err
 	}
-	if err := decodeReply(&r, rep, out); err != nil {
+	if err := decodeReply(r, rep, out); err != nil {
 		return err
 	}
 	if check != nil {
 		if err := check(); err != nil {
-			return &MalformedError{Op: r.op, Status: rep.status, Err: err, outcome: outcomeOf(&r, true, rep.status)}
+			return &MalformedError{Op: r.op, Status: rep.status, Err: err, outcome: outcomeOf(r, true, rep.status)}
 		}
 	}
 	return nil
@@ -127,17 +129,16 @@ func sameID(field string, got *int64, want int64) func() error {
 // 401 drops the token, fetches a fresh one and repeats the call once; GETs
 // are retried on transport errors and 5xx with jittered backoff.
 //
-// Deadlines: each exchange is limited by http.Client.Timeout
-// (Config.Timeout); a call that acts also gets a context of Config.Timeout
-// when the caller's has no deadline, and does not start when the caller's
-// deadline is closer than Config.Timeout. Other calls are bounded
+// Deadlines: each exchange is limited to Config.Timeout (sendBounded, or
+// http.Client.Timeout for a streamed reply); a call that acts does not
+// start when the caller's deadline is closer than Config.Timeout. Other calls are bounded
 // as a whole (retries included) by the caller's deadline or Config.Timeout.
-func (c *Client) call(ctx context.Context, cr Credentials, r request) (*reply, error) {
+func (c *Client) call(ctx context.Context, cr Credentials, r *request) (*reply, error) {
 	cancel := func() {}
 	if !r.acts {
 		ctx, cancel = c.withDeadline(ctx)
 	}
-	rep, err := c.attempts(ctx, cr, &r)
+	rep, err := c.attempts(ctx, cr, r)
 	if err == nil && rep.stream != nil {
 		rep.stream = &closeThen{ReadCloser: rep.stream, then: cancel}
 		return rep, nil
@@ -201,11 +202,23 @@ func (c *Client) mayStart(ctx context.Context, r *request) error {
 // checked again before each exchange (a token renewal takes time) and, when
 // the caller set no deadline, gets Config.Timeout of its own.
 func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
-	if !r.acts {
+	if r.acts {
+		if err := c.mayStart(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	if c.direct(r) {
+		// What http.Client.Timeout did: the exchange, its reply read
+		// whole, within Config.Timeout.
+		if dl := time.Now().Add(c.cfg.Timeout); endsBefore(dl, ctx) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
 		return c.send(ctx, r, auth, attempt)
 	}
-	if err := c.mayStart(ctx, r); err != nil {
-		return nil, err
+	if !r.acts {
+		return c.send(ctx, r, auth, attempt)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -281,15 +294,13 @@ func (c *Client) settle(r *request, attempt int, start time.Time, sent *atomic.B
 			endSpan(status, err)
 		}
 	}
-	fields := func() []zap.Field {
-		return []zap.Field{
-			zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
-			zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
-		}
-	}
+	// Asked of the core, not through Check: zap's check has a frame of
+	// over a KiB, which this path (under the handler's deepest frames)
+	// must not need when the debug lines are off.
+	debug := c.log.Core().Enabled(zapcore.DebugLevel)
 	if err == nil {
-		if ce := c.log.Check(zap.DebugLevel, "gateway call"); ce != nil {
-			ce.Write(append(fields(), zap.Int("status", rep.status))...)
+		if debug {
+			c.logExchange(r, attempt, start, sent, zap.Int("status", rep.status), nil)
 		}
 		return rep, nil
 	}
@@ -299,18 +310,42 @@ func (c *Client) settle(r *request, attempt int, start time.Time, sent *atomic.B
 	var te *TransportError
 	switch {
 	case errors.As(err, &me):
-		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
-			ce.Write(append(fields(), zap.Int("status", me.Status), zap.Error(me))...)
+		if debug {
+			c.logExchange(r, attempt, start, sent, zap.Int("status", me.Status), me)
 		}
 		return nil, me
 	case errors.As(err, &te):
-		if ce := c.log.Check(zap.DebugLevel, "gateway call failed"); ce != nil {
-			ce.Write(append(fields(), zap.Bool("timeout", te.Timeout), zap.Error(te))...)
+		if debug {
+			c.logExchange(r, attempt, start, sent, zap.Bool("timeout", te.Timeout), te)
 		}
 		return nil, te
 	default:
 		return nil, err
 	}
+}
+
+// logExchange writes the debug line of an exchange: "gateway call", or
+// "gateway call failed" with err.
+//
+//go:noinline
+func (c *Client) logExchange(r *request, attempt int, start time.Time, sent *atomic.Bool, last zap.Field, err error) {
+	msg := "gateway call"
+	if err != nil {
+		msg = "gateway call failed"
+	}
+	ce := c.log.Check(zap.DebugLevel, msg)
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("op", r.op), zap.String("method", r.method), zap.String("path", r.path),
+		zap.Int("attempt", attempt), zap.Duration("duration", time.Since(start)), zap.Bool("sent", sent.Load()),
+		last,
+	}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	ce.Write(fields...)
 }
 
 var hdrJSON, hdrForm = headerValue(ctJSON), headerValue(ctForm)
@@ -338,10 +373,27 @@ func malformedStatus(err error) int {
 }
 
 func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, sent *atomic.Bool) (*reply, error) {
-	resp, err := c.hc.Do(req)
+	var resp *http.Response
+	var err error
+	if c.direct(r) {
+		resp, err = c.rt.RoundTrip(req)
+		if err != nil {
+			err = &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+		}
+	} else {
+		resp, err = c.hc.Do(req)
+	}
 	if err != nil {
 		return nil, transportError(ctx, r, sent.Load(), 0, err)
 	}
+	return readResponse(ctx, r, resp)
+}
+
+// readResponse reads the reply of an exchange up to r's cap. Apart from
+// exchange, whose frame is held while the gateway is awaited (issue 28).
+//
+//go:noinline
+func readResponse(ctx context.Context, r *request, resp *http.Response) (*reply, error) {
 	limit := r.replyLimit()
 	tooLarge := func() error {
 		return &MalformedError{Op: r.op, Status: resp.StatusCode,
@@ -365,6 +417,36 @@ func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, se
 		return nil, tooLarge()
 	}
 	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// direct tells whether r goes straight to the pooled transport: the
+// http.Client around it would add nothing but frames and work. Its
+// redirect policy hands a 3xx back as it is, as the transport does; it has
+// no cookie jar and no credentials in the URL; its Timeout is the bound
+// sendBounded puts on the exchange, and its error wrapping is done the
+// same way in exchange. A streamed reply, read after the call returns,
+// keeps the http.Client (its Timeout then bounds the reading). The frames
+// matter: a call waiting for the gateway holds every one of them per call
+// in flight, and the http.Client's (some 1.2 KiB) kept the handler's
+// goroutine from fitting in 8 KiB of stack (issue 28).
+func (c *Client) direct(r *request) bool { return c.rt != nil && !r.stream }
+
+// endsBefore tells whether t is before ctx's deadline, or ctx has none.
+func endsBefore(t time.Time, ctx context.Context) bool { //nolint:revive // reads as a sentence
+	dl, ok := ctx.Deadline()
+	return !ok || t.Before(dl)
+}
+
+// urlErrorOp is the Op of the *url.Error http.Client.Do returns: "Get",
+// "Post".
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	if lower := strings.ToLower(method); len(method) > 1 {
+		return method[:1] + lower[1:]
+	}
+	return method
 }
 
 // readReply is io.ReadAll(io.LimitReader(r, limit+1)) with its buffer

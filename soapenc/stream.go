@@ -51,7 +51,11 @@ func streamTree(body []byte, lim Limits, size int) (t *tree, ok bool) {
 	}
 	b := treeBuilder{t: &tree{nodes: make([]node, 0, size)}, lim: lim, decls: make([]decl, 0, 8)}
 	attrs := make([]etree.Attr, 0, 8)
-	stack := make([]openElem, 0, 16)
+	// Eight open elements on the stack frame cover the envelopes clients
+	// send (Envelope, Body, the operation, a struct, its fields; a deeper
+	// one grows on the heap). Sixteen made this frame 2 KiB, which pushed
+	// the handler's goroutine past 8 KiB of stack for every call (issue 28).
+	stack := make([]openElem, 0, 8)
 	root := false
 	for i < len(s) {
 		if s[i] != '<' {

@@ -208,6 +208,16 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 	if ss, ok := s.sessions.get(paymentID); ok {
 		return ss, nil
 	}
+	return s.readSession(ctx, paymentID)
+}
+
+// readSession reads a session the cache does not hold. Apart from
+// Session, so that a cached read (every poll of a payment but the first)
+// needs no room for the query's frames: the handler's goroutine then fits
+// in 8 KiB of stack (issue 28).
+//
+//go:noinline
+func (s *sqlStore) readSession(ctx context.Context, paymentID int64) (Session, error) {
 	loaded, saves := s.sessions.before()
 	ss, err := scanSession(s.r.QueryRowContext(ctx, s.q.session, paymentID))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -195,8 +195,15 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 	if err != nil {
 		return nil, a.failed(ctx, call.Operation.Local, goid, err)
 	}
+	return a.response(b, call, out), nil
+}
+
+// response is the reply of a call served.
+//
+//go:noinline
+func (a *API) response(b *binding, call *soapenc.Call, out any) *soapenc.Response {
 	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}, nil
+	return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}
 }
 
 // admit finds the call's operation, decodes its input and applies the
