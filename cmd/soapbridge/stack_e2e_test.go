@@ -1,0 +1,88 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legacybridge/soapbridge/internal/faultproxy"
+	"github.com/legacybridge/soapbridge/operations"
+)
+
+// stackPerCallBudget is the most goroutine stack a paymentStatus waiting
+// for the gateway may hold in the bridge, goroutines starting at the
+// runtime's 2 KiB: the connection's goroutine running the handler (8 KiB),
+// net/http's background read of the connection (2 KiB) and the gateway
+// connection's read and write loops (4 KiB each). When the handler's path
+// under the wait, or any step before it, needs more than 8 KiB of stack,
+// its goroutine doubles to 16 KiB and keeps it while it waits: 8 KiB more
+// per call in flight, twice that in memory once the collector's headroom
+// (as much as it scans) is counted (issue 28: measured 26.7-27.4 KB per
+// call before the frames were cut, 17.7-21.5 KB after: a malloc's slow path
+// at the deepest point now and then still grows one).
+const stackPerCallBudget = 24 << 10
+
+// TestHandlerStackWithin8KiBE2E: calls held at the gateway by the fault
+// proxy (not by a timing margin) hold no more stack than the budget. The
+// stack the process holds is read from its own metrics before and while
+// the calls wait; the calls' client and the held gateway are in this
+// process, not in the bridge's.
+func TestHandlerStackWithin8KiBE2E(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's instrumentation makes every frame larger")
+	}
+	const calls = 200
+	e := newMoneyEnv(t, "10s", "20s", withEnv(
+		"GODEBUG=adaptivestackstart=0", // every goroutine starts at 2 KiB: sizes independent of the process's past
+		"SOAPBRIDGE_LOG_LEVEL=info",    // as in production: debug lines have deeper paths
+	))
+	id := operations.FormatInt(e.payment("plain"))
+	require.Eventually(t, func() bool { return strings.Contains(e.b.log.String(), `"path":"/callback/notify","status":200`) },
+		time.Minute, 10*time.Millisecond, "the payment's notification was handled")
+	// The first status read of a payment reads its session from the
+	// database (cached after): deeper than any later one.
+	first := e.soap("paymentStatus", paymentStatusBody(t, id))
+	require.Empty(t, first.fault)
+
+	stack := func() int64 {
+		for _, l := range strings.Split(getMetrics(t, e.b.AdminURL), "\n") {
+			if v, ok := strings.CutPrefix(l, "go_memstats_stack_inuse_bytes "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				return int64(f)
+			}
+		}
+		t.Fatal("no go_memstats_stack_inuse_bytes in /metrics")
+		return 0
+	}
+	before := stack()
+	e.proxy.Add(faultproxy.Rule{Method: http.MethodGet, Path: paymentPath, Fault: faultproxy.Hold, Times: calls})
+	got := make(chan answer, calls)
+	for range calls {
+		go func() { got <- e.soap("paymentStatus", paymentStatusBody(t, id)) }()
+	}
+	require.Eventually(t, func() bool { return e.proxy.Holding(http.MethodGet, paymentPath) == calls },
+		time.Minute, 10*time.Millisecond, "every call reached the gateway and is held")
+	held := stack()
+	e.proxy.Release()
+	for range calls {
+		a := <-got
+		assert.Empty(t, a.fault)
+	}
+	perCall := (held - before) / calls
+	t.Logf("stack held per call waiting for the gateway: %d bytes (%d before, %d with %d calls held)", perCall, before, held, calls)
+	assert.LessOrEqual(t, perCall, int64(stackPerCallBudget),
+		"a call waiting for the gateway holds more stack than the budget: a frame on its path grew (docs/performance.md, \"Memory per call in flight\")")
+}
+
+func getMetrics(t *testing.T, adminURL string) string {
+	t.Helper()
+	code, text := adminGet(t, adminURL+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	return text
+}
