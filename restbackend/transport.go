@@ -33,13 +33,15 @@ func newPooledHTTPClient(timeout time.Duration, maxIdle int) *http.Client {
 		MaxIdleConnsPerHost:   maxIdle, // one gateway host
 		MaxConnsPerHost:       0,       // no cap: a cap would queue calls behind slow ones
 		IdleConnTimeout:       90 * time.Second,
-		// Half of net/http's 4 KiB each: a request (headers, a createPayment
-		// body) and a reply fit in 2 KiB, a longer one takes another read or
-		// write; the buffers live as long as the connection, one per call
-		// in flight and per idle one (issue 28: memory per call held by a
-		// slow gateway).
-		ReadBufferSize:  2 << 10,
-		WriteBufferSize: 2 << 10,
+		// A quarter of net/http's 4 KiB each: a status read's request
+		// (about 300 bytes) and reply (about 400, headers included) fit in
+		// 1 KiB, a longer one (a createPayment's body, a statement) takes
+		// another read or write; the buffers live as long as the
+		// connection, one per call in flight and per idle one, and every
+		// byte of them held costs two once the collector's headroom is
+		// counted (issue 28: memory per call held by a slow gateway).
+		ReadBufferSize:  1 << 10,
+		WriteBufferSize: 1 << 10,
 	}
 	return &http.Client{
 		Transport: tr,
