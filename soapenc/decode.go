@@ -130,6 +130,9 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 			return nil, f
 		}
 	}
+	// The Values below copy what they need out of the tree (strings, never
+	// a node), and so does the Wire: the tree goes back to the pool.
+	defer t.release()
 	env := &t.nodes[0]
 	if !env.nsOK || env.local != "Envelope" {
 		return nil, clientFault("not a SOAP envelope")
