@@ -180,13 +180,14 @@ func localName(qname string) string {
 // type or members (chooseOverload). A returned error is always a
 // *soapenc.Fault.
 func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
-	return a.invoke(ctx, call, nil)
+	return a.invoke(ctx, call, nil, nil)
 }
 
 // invoke is Invoke with the HTTP request the call came in (nil: no Guard
-// check). Every call ends in the core: served (Service.Invoke), or, when
-// this adapter ends it first, told as unserved (Service.Unserved).
-func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, error) {
+// check) and the room for the reply's Values (nil: allocated). Every call
+// ends in the core: served (Service.Invoke), or, when this adapter ends it
+// first, told as unserved (Service.Unserved).
+func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request, rv *replyValues) (*soapenc.Response, error) {
 	ctx, b, in, goid, err := a.admit(ctx, call, req)
 	if err != nil {
 		return nil, err
@@ -195,8 +196,12 @@ func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request)
 	if err != nil {
 		return nil, a.failed(ctx, call.Operation.Local, goid, err)
 	}
-	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}, nil
+	ret := a.codec.encodeWith(rv, b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
+	if rv == nil {
+		return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}, nil
+	}
+	rv.resp = soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}
+	return &rv.resp, nil
 }
 
 // admit finds the call's operation, decodes its input and applies the
@@ -355,7 +360,9 @@ func (a *API) Handler() echo.HandlerFunc {
 		if a.usage != nil {
 			cctx = withUsage(cctx, req, call)
 		}
-		resp, err := a.invoke(cctx, call, req)
+		rv := replyPool.Get().(*replyValues)
+		defer rv.release() // after the reply is written: nothing keeps its Values
+		resp, err := a.invoke(cctx, call, req, rv)
 		if err != nil {
 			writeFailure(c, err)
 			return nil
