@@ -175,3 +175,48 @@ func dumpKept(b *strings.Builder, v *Value) {
 	}
 	b.WriteString(")} ")
 }
+
+// TestReleasedCallsDecodeTheSame: Calls decoded on memory that earlier
+// Calls released read as the first decodes did, and releasing one Call
+// leaves another, decoded before, untouched.
+func TestReleasedCallsDecodeTheSame(t *testing.T) {
+	var bodies [][]byte
+	for _, p := range append(captureFiles(t), handmadeFiles(t)...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, b)
+	}
+	want := make([]string, len(bodies))
+	for i, b := range bodies {
+		if c, err := Decode(b, "", DefaultLimits()); err == nil {
+			want[i] = dumpKeptCall(c) // not released: new memory for the next ones
+		}
+	}
+	var held *Call
+	heldWant := ""
+	for round := 0; round < 3; round++ {
+		for i, b := range bodies {
+			c, err := Decode(b, "", DefaultLimits())
+			if err != nil {
+				continue
+			}
+			if got := dumpKeptCall(c); got != want[i] {
+				t.Fatalf("round %d, body %d: after releases\n%s\nfirst\n%s", round, i, got, want[i])
+			}
+			if held == nil {
+				held, heldWant = c, want[i]
+				continue
+			}
+			c.Release()
+		}
+	}
+	if held == nil {
+		t.Fatal("no capture decoded")
+	}
+	if got := dumpKeptCall(held); got != heldWant {
+		t.Errorf("a Call changed while others were released:\n%s\nwant\n%s", got, heldWant)
+	}
+	held.Release()
+}

@@ -363,6 +363,7 @@ func (a *API) Handler() echo.HandlerFunc {
 		rv := replyPool.Get().(*replyValues)
 		defer rv.release() // after the reply is written: nothing keeps its Values
 		resp, err := a.invoke(cctx, call, req, rv)
+		call.Release() // the typed request and the usage record copied what they read
 		if err != nil {
 			writeFailure(c, err)
 			return nil
