@@ -226,12 +226,48 @@ func (r *replyValues) release() {
 	replyPool.Put(r)
 }
 
+// tableType is the table's type q names, if q is not a built-in type.
+func tableType(q soapenc.QName) (wsdl.Type, bool) {
+	if q.Space == wsdl.NSSOAPEnc || q.Space == wsdl.NSXSD {
+		return wsdl.Type{}, false
+	}
+	tt, ok := tableTypes[q.Local]
+	return tt, ok
+}
+
+// memberPaths is the index path in Go type t of each member of table type
+// tt (named local), in the table's order, as operations.LegacyFields finds
+// them (nil for a member t lacks); worked out once per pair, so that a
+// reply does not look every member up by name.
+func memberPaths(t reflect.Type, local string, tt wsdl.Type) [][]int {
+	k := memberPathsKey{t, local}
+	if p, ok := memberPathsCache.Load(k); ok {
+		return p.([][]int)
+	}
+	fs := operations.LegacyFields(t)
+	p := make([][]int, len(tt.Fields))
+	for i, f := range tt.Fields {
+		p[i] = fs[f.Name]
+	}
+	memberPathsCache.Store(k, p)
+	return p
+}
+
+type memberPathsKey struct {
+	t     reflect.Type
+	local string
+}
+
+var memberPathsCache sync.Map // memberPathsKey → [][]int
+
 // encodeInto renders v into out. The members of a struct are written into
 // one block of values (two allocations per struct, not one per member,
 // none when r has room).
 func (c codec) encodeInto(r *replyValues, out *soapenc.Value, name, typ string, v reflect.Value, inStruct bool) {
 	q := c.qname(typ)
-	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
+	// The namespace first: a built-in type (most members) needs no look-up
+	// in the table.
+	if tt, ok := tableType(q); ok {
 		if tt.ArrayOf != "" {
 			block := r.values(v.Len())
 			items := r.pointers(v.Len())
@@ -249,7 +285,7 @@ func (c codec) encodeInto(r *replyValues, out *soapenc.Value, name, typ string, 
 			}
 			v = v.Elem()
 		}
-		fs := operations.LegacyFields(v.Type())
+		paths := memberPaths(v.Type(), q.Local, tt)
 		block := r.values(len(tt.Fields))
 		members := r.pointers(len(tt.Fields))
 		// The digits of the integer members (ids, amounts) go into one
@@ -261,7 +297,7 @@ func (c codec) encodeInto(r *replyValues, out *soapenc.Value, name, typ string, 
 		nints := 0
 		for i, f := range tt.Fields {
 			members[i] = &block[i]
-			fv := v.FieldByIndex(fs[f.Name])
+			fv := v.FieldByIndex(paths[i])
 			c.encodeInto(r, &block[i], f.Name, f.Type, fv, true)
 			if m := &block[i]; m.Kind == soapenc.KindInt && !m.Nil && m.Text == "" {
 				if fv.Kind() == reflect.Pointer {
