@@ -9,9 +9,9 @@ import "testing"
 // only in the commit that needs it, saying why.
 const (
 	allocBudgetTouch                 = 35
-	allocBudgetPaymentStatus         = 167
-	allocBudgetCreatePayment         = 498
-	allocBudgetCreatePaymentRepeated = 360
+	allocBudgetPaymentStatus         = 166
+	allocBudgetCreatePayment         = 497
+	allocBudgetCreatePaymentRepeated = 359
 )
 
 func skipAllocsUnderRace(*testing.T) {}
