@@ -71,8 +71,9 @@ type Call struct {
 // Release hands the Call's memory back for another request: the Call,
 // its Values and their member lists come from a pool (issue 28: some
 // 2.5 KB of a paymentStatus). Nothing may use c or any of its Values
-// afterwards; the strings read from them stay valid. Calling it is
-// optional (without it the memory is collected as usual).
+// afterwards, and c is released once at most; the strings read from them
+// stay valid. Calling it is optional (without it the memory is collected
+// as usual).
 func (c *Call) Release() {
 	if c == nil || c.mem == nil {
 		return

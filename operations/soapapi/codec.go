@@ -177,8 +177,9 @@ func (c codec) encodeWith(r *replyValues, name, typ string, v reflect.Value) *so
 }
 
 // replyValues holds the Values of one reply while it is encoded and
-// written: the SOAP handler takes one from replyPool and hands it back
-// once the reply is written, so that a paymentStatus reply's block of
+// written: the SOAP handler's call takes one from replyPool once the
+// operation has answered (invoke) and hands it back once the reply is
+// written, so that a paymentStatus reply's block of
 // values (20 of 136 bytes) and its member list are not allocated per call
 // (issue 28). Nothing keeps a reply's Values beyond its writing
 // (soapenc.WriteResponse renders them into bytes).
@@ -218,8 +219,12 @@ func (r *replyValues) pointers(n int) []*soapenc.Value {
 }
 
 // release zeroes what the reply used (so the pool keeps none of its
-// strings alive) and hands r back. Nothing may use the reply afterwards.
+// strings alive) and hands r back; nil does nothing. Nothing may use the
+// reply afterwards.
 func (r *replyValues) release() {
+	if r == nil {
+		return
+	}
 	clear(r.vals)
 	clear(r.ptrs)
 	r.vals, r.ptrs, r.resp = r.vals[:0], r.ptrs[:0], soapenc.Response{}
