@@ -3,6 +3,7 @@ package operations
 import (
 	"cmp"
 	"context"
+	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -105,6 +106,9 @@ type verified struct {
 	key     string
 	fields  []string
 	charset Charset
+	// block is key's Triple DES cipher, so that signing the reply does
+	// not look it up again (call.cipherFor).
+	block cipher.Block
 }
 
 // ledgerText is what the ledger keys a money-moving call by: the signed
@@ -142,11 +146,15 @@ func (v verified) legacyDigests(m Merchant) []string {
 // signs with it.
 func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
 	for _, key := range m.keys(now) {
-		if i, cs, ok := verifyFields(key, signature, alts); ok {
+		block, err := tripleDES(key)
+		if err != nil {
+			continue // a key that cannot key Triple DES verifies nothing
+		}
+		if i, cs, ok := verifyFieldsWith(block, key, signature, alts); ok {
 			if key != m.SecureKey && m.previousUsed != nil {
 				m.previousUsed.Store(now.UnixNano())
 			}
-			return verified{key: key, fields: alts[i], charset: cs}, true
+			return verified{key: key, fields: alts[i], charset: cs, block: block}, true
 		}
 	}
 	return verified{}, false

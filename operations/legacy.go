@@ -28,16 +28,6 @@ func (st *PaymentStatus) SignatureFields() []string {
 	return signedValues("EPaymentStatus", reflect.ValueOf(st).Elem(), true)
 }
 
-// sign sets the signature with secureKey.
-func (st *PaymentStatus) sign(secureKey string) error {
-	sig, err := Sign(secureKey, st.SignatureFields()...)
-	if err != nil {
-		return err
-	}
-	st.EncryptedSignature = &sig
-	return nil
-}
-
 // withCustomer extends st by the payer's data of p (paymentStatusWCust).
 func withCustomer(st *PaymentStatus, p *restbackend.Payment) *PaymentStatusWCust {
 	w := &PaymentStatusWCust{PaymentStatus: *st}

@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"reflect"
 	"strings"
@@ -160,6 +161,15 @@ func (c *call) logger() *zap.Logger {
 // signingKey is the key replies to c are signed with: the one the request
 // was signed with (the shop verifies with the key it signs with), else the
 // merchant's current key.
+// cipherFor is key's Triple DES cipher: the one the request verified
+// with when it is key's, else from tripleDES.
+func (c *call) cipherFor(key string) (cipher.Block, error) {
+	if c.v.block != nil && c.v.key == key {
+		return c.v.block, nil
+	}
+	return tripleDES(key)
+}
+
 func (c *call) signingKey() string {
 	if c.v.key != "" {
 		return c.v.key
@@ -307,7 +317,18 @@ func failStatus[In any](c *call, _ *In, r *refusal) *PaymentStatus {
 	return &PaymentStatus{TargetGoID: c.goid, PaymentSessionID: c.payment, Result: callFailed, ResultDescription: &desc}
 }
 
-func signStatus(_ *call, st *PaymentStatus, key string) error { return st.sign(key) }
+// signStatus signs st with key, with the cipher the call's signature
+// verified with when it is key's (the usual case: one cipher look-up per
+// call, not two).
+func signStatus(c *call, st *PaymentStatus, key string) error {
+	block, err := c.cipherFor(key)
+	if err != nil {
+		return err
+	}
+	sig := signWith(block, key, st.SignatureFields())
+	st.EncryptedSignature = &sig
+	return nil
+}
 
 // failResult is the FAILED EPaymentResult of a refused call.
 func failResult[In any](c *call, _ *In, r *refusal) *PaymentResult {

@@ -34,13 +34,19 @@ func Sign(secureKey string, fields ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return signWith(block, secureKey, fields), nil
+}
+
+// signWith is Sign with block, the Triple DES cipher of secureKey
+// (tripleDES), already at hand.
+func signWith(block cipher.Block, secureKey string, fields []string) string {
 	// The SHA-1 hex digest (hashHex) is 40 bytes, whole DES blocks: no
 	// padding. Encrypted in place, in one buffer.
 	var plain [2 * sha1.Size]byte
 	sum := joinedSum(secureKey, fields)
 	hex.Encode(plain[:], sum[:])
 	ecb(block, plain[:], plain[:], block.Encrypt)
-	return hex.EncodeToString(plain[:]), nil
+	return hex.EncodeToString(plain[:])
 }
 
 // The in-place Sign relies on the digest's hex filling whole blocks.
@@ -102,6 +108,12 @@ func verifyFields(secureKey, signature string, alts [][]string) (int, Charset, b
 	if err != nil {
 		return 0, "", false
 	}
+	return verifyFieldsWith(block, secureKey, signature, alts)
+}
+
+// verifyFieldsWith is verifyFields with block, the Triple DES cipher of
+// secureKey (tripleDES), already at hand.
+func verifyFieldsWith(block cipher.Block, secureKey, signature string, alts [][]string) (int, Charset, bool) {
 	// Decoded and decrypted in a stack buffer when the signature fits it
 	// (the usual 40 bytes, the Java library's 48).
 	var rawBuf, plainBuf [64]byte

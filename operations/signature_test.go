@@ -275,3 +275,34 @@ func TestJoinedSumIsSHA1OfJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestSignStatusWithVerifiedCipher: a status signed with the cipher its
+// request verified with is the status Sign makes, and a reply signed with
+// another key than the verified one does not take the verified cipher.
+func TestSignStatusWithVerifiedCipher(t *testing.T) {
+	k1, k2 := "DemoSecureKey-0123456789", "OtherSecureKey-987654321"
+	b1, err := tripleDES(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goid, id, price := int64(8123456789), int64(3000000001), int64(12900)
+	s, cur := "x", "CZK"
+	for _, key := range []string{k1, k2} {
+		st := &PaymentStatus{TargetGoID: &goid, PaymentSessionID: &id, TotalPrice: &price, Currency: &cur,
+			ProductName: &s, OrderNumber: &s, Result: "CALL_COMPLETED", SessionState: &s}
+		c := &call{v: verified{key: k1, block: b1}}
+		if err := signStatus(c, st, key); err != nil {
+			t.Fatal(err)
+		}
+		want, err := Sign(key, st.SignatureFields()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.EncryptedSignature == nil || *st.EncryptedSignature != want {
+			t.Errorf("key %s: signed %v, Sign %s", key[:5], st.EncryptedSignature, want)
+		}
+	}
+	if err := signStatus(&call{}, &PaymentStatus{}, "short"); err == nil {
+		t.Error("a short key signed a status")
+	}
+}

@@ -68,7 +68,7 @@ var paymentStatusWCustRow = &row[SessionInfo, *PaymentStatusWCust]{
 	fail: func(c *call, in *SessionInfo, r *refusal) *PaymentStatusWCust {
 		return withCustomer(failStatus(c, in, r), nil)
 	},
-	sign: func(_ *call, w *PaymentStatusWCust, key string) error { return w.PaymentStatus.sign(key) },
+	sign: func(c *call, w *PaymentStatusWCust, key string) error { return signStatus(c, &w.PaymentStatus, key) },
 }
 
 // statusFor reads payment id of m from the gateway and builds its legacy

@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,40 @@ type reply struct {
 	header http.Header
 	body   []byte
 	stream io.ReadCloser // stream requests only; the caller closes it
+	buf    *[]byte       // the pooled buffer body is read into (release)
+}
+
+// replyBufs keeps the buffers replies are read into: a JSON reply is
+// decoded into values of its own (decodePayment copies the body into one
+// string, encoding/json copies every string), after which callJSON hands
+// its buffer back (issue 28: some 0.7 KB of a paymentStatus). A reply
+// whose body is handed on (AccountStatement) is never released.
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledReply bounds the buffers kept: a large reply's goes to the
+// collector.
+const maxPooledReply = 16 << 10
+
+// release zeroes the reply's buffer (a reply may carry a token or a
+// payer's data) and hands it back. Nothing may use rep.body afterwards.
+func (rep *reply) release() {
+	bp := rep.buf
+	if bp == nil {
+		return
+	}
+	rep.buf, rep.body = nil, nil
+	putReplyBuf(bp)
+}
+
+// putReplyBuf zeroes the buffer of bp and hands it back, unless it is too
+// large to keep.
+func putReplyBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledReply {
+		return
+	}
+	clear((*bp)[:cap(*bp)])
+	*bp = (*bp)[:0]
+	replyBufs.Put(bp)
 }
 
 func (r *reply) ok() bool { return r.status >= 200 && r.status < 300 }
@@ -104,7 +139,9 @@ func (c *Client) callJSON(ctx context.Context, cr Credentials, r *request, out v
 	if err != nil {
 		return err
 	}
-	if err := decodeReply(r, rep, out); err != nil {
+	err = decodeReply(r, rep, out)
+	rep.release() // out holds copies of what it read, nothing of the buffer
+	if err != nil {
 		return err
 	}
 	if check != nil {
@@ -409,14 +446,18 @@ func readResponse(ctx context.Context, r *request, resp *http.Response) (*reply,
 			stream: &cappedBody{rc: resp.Body, left: limit, r: r, status: resp.StatusCode, ctx: ctx}}, nil
 	}
 	defer resp.Body.Close()
-	b, err := readReply(resp.Body, resp.ContentLength, limit)
+	bp := replyBufs.Get().(*[]byte)
+	b, err := readReplyInto((*bp)[:0], resp.Body, resp.ContentLength, limit)
 	if err != nil {
+		putReplyBuf(bp) // what was read of this reply is dropped
 		return nil, transportError(ctx, r, true, resp.StatusCode, err)
 	}
 	if int64(len(b)) > limit {
+		putReplyBuf(bp) // what was read of this reply is dropped
 		return nil, tooLarge()
 	}
-	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	*bp = b // the buffer b was read into, the pooled one or a larger one
+	return &reply{status: resp.StatusCode, header: resp.Header, body: b, buf: bp}, nil
 }
 
 // direct tells whether r goes straight to the pooled transport: the
@@ -454,11 +495,20 @@ func urlErrorOp(method string) string {
 // without growing it): one allocation for a reply that says its length,
 // where ReadAll starts at 512 bytes and grows.
 func readReply(r io.Reader, declared, limit int64) ([]byte, error) {
+	return readReplyInto(nil, r, declared, limit)
+}
+
+// readReplyInto is readReply reading into buf (its length ignored) when
+// it holds the size readReply would allocate.
+func readReplyInto(buf []byte, r io.Reader, declared, limit int64) ([]byte, error) {
 	size := int64(512)
 	if declared >= 0 && declared < limit {
 		size = declared + 1
 	}
-	b := make([]byte, 0, size)
+	b := buf[:0]
+	if int64(cap(b)) < size {
+		b = make([]byte, 0, size)
+	}
 	for int64(len(b)) <= limit {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // more than declared: grow as ReadAll does

@@ -42,3 +42,33 @@ func TestReadReplyAsReadAll(t *testing.T) {
 		t.Errorf("%.0f allocations for a declared length, want 1", n)
 	}
 }
+
+// TestReadReplyIntoAsReadReply: reading into a pooled buffer, of any
+// capacity and with old bytes in it, reads what readReply reads; a
+// released reply's buffer comes back zeroed.
+func TestReadReplyIntoAsReadReply(t *testing.T) {
+	const limit = 1000
+	for _, n := range []int{0, 1, 511, 512, 878, 1000, 1001, 3000} {
+		body := bytes.Repeat([]byte("y"), n)
+		for _, declared := range []int64{-1, 0, int64(n), int64(n) + 1, limit + 1} {
+			for _, c := range []int{0, 16, 879, 2048} {
+				buf := bytes.Repeat([]byte("z"), c)
+				want, wantErr := readReply(bytes.NewReader(body), declared, limit)
+				got, err := readReplyInto(buf, iotest.HalfReader(bytes.NewReader(body)), declared, limit)
+				if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+					t.Errorf("%d bytes, declared %d, buffer %d: %d bytes, %v; readReply %d bytes, %v", n, declared, c, len(got), err, len(want), wantErr)
+				}
+			}
+		}
+	}
+	bp := replyBufs.Get().(*[]byte)
+	*bp = append((*bp)[:0], `{"access_token":"secret"}`...)
+	rep := &reply{body: *bp, buf: bp}
+	rep.release()
+	if rep.body != nil || rep.buf != nil {
+		t.Error("a released reply keeps its body")
+	}
+	if len(*bp) != 0 || bytes.ContainsAny((*bp)[:cap(*bp)], "secret") {
+		t.Error("a released buffer keeps the reply's bytes")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/beevik/etree"
@@ -64,6 +65,49 @@ type Call struct {
 
 	nodes  int // values created while decoding (bounded by budget)
 	budget int
+	mem    *callMem // where the Call and its Values live (Release)
+}
+
+// Release hands the Call's memory back for another request: the Call,
+// its Values and their member lists come from a pool (issue 28: some
+// 2.5 KB of a paymentStatus). Nothing may use c or any of its Values
+// afterwards, and c is released once at most; the strings read from them
+// stay valid. Calling it is optional (without it the memory is collected
+// as usual).
+func (c *Call) Release() {
+	if c == nil || c.mem == nil {
+		return
+	}
+	c.mem.release()
+}
+
+// callMem is the memory of one decoded Call: the Call itself, and room
+// for the Values and member lists of a usual request (paymentStatus needs
+// 4 Values, createPayment some 20); a request that needs more gets the
+// rest allocated (decoder.newValue, decoder.pointers).
+type callMem struct {
+	call Call
+	vals []Value
+	ptrs []*Value
+}
+
+const (
+	callMemValues   = 32
+	callMemPointers = 48
+)
+
+var callMems = sync.Pool{New: func() any {
+	return &callMem{vals: make([]Value, 0, callMemValues), ptrs: make([]*Value, 0, callMemPointers)}
+}}
+
+// release zeroes what the request used, so that the pool keeps none of
+// its strings alive, and hands m back.
+func (m *callMem) release() {
+	clear(m.vals)
+	clear(m.ptrs)
+	m.vals, m.ptrs = m.vals[:0], m.ptrs[:0]
+	m.call = Call{}
+	callMems.Put(m)
 }
 
 // Param returns the first part called name, or nil.
@@ -130,6 +174,9 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 			return nil, f
 		}
 	}
+	// The Values below copy what they need out of the tree (strings, never
+	// a node), and so does the Wire: the tree goes back to the pool.
+	defer t.release()
 	env := &t.nodes[0]
 	if !env.nsOK || env.local != "Envelope" {
 		return nil, clientFault("not a SOAP envelope")
@@ -163,25 +210,34 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		return nil, clientFault("SOAP Body is missing")
 	}
 
-	d := decoder{lim: lim, t: t, budget: len(t.nodes) + lim.MaxNodes}
-	c := &Call{}
+	// The Call and its Values come from a pooled callMem: Release hands it
+	// back, and a fault hands it back here.
+	mem := callMems.Get().(*callMem)
+	fail := func(f *Fault) (*Call, *Fault) {
+		mem.release()
+		return nil, f
+	}
+	d := decoder{lim: lim, t: t, budget: len(t.nodes) + lim.MaxNodes, mem: mem}
+	c := &mem.call
+	c.mem = mem
 	if header >= 0 {
+		c.Header = d.pointers(int(t.nodes[header].nchild))
 		for i := t.nodes[header].first; i >= 0; i = t.nodes[i].next {
 			n := &t.nodes[i]
 			// An entry addressed to another actor is not ours to understand.
 			if n.mustUnd && (!n.hasActor || n.actor == "" || n.actor == actorNext) {
-				return nil, &Fault{Code: FaultMustUnderstand, String: "header entry " + QuoteName(n.local) + " was not understood"}
+				return fail(&Fault{Code: FaultMustUnderstand, String: "header entry " + QuoteName(n.local) + " was not understood"})
 			}
 			v, f := d.value(i, n.local, QName{}, 2)
 			if f != nil {
-				return nil, f
+				return fail(f)
 			}
 			c.Header = append(c.Header, v)
 		}
 	}
 
 	if t.nodes[bodyEl].nchild == 0 {
-		return nil, clientFault("SOAP Body is empty")
+		return fail(clientFault("SOAP Body is empty"))
 	}
 	call := int32(-1)
 	for i := t.nodes[bodyEl].first; i >= 0; i = t.nodes[i].next {
@@ -193,17 +249,18 @@ func decode(body []byte, contentType string, lim Limits) (*Call, *Fault) {
 		break
 	}
 	if call < 0 {
-		return nil, clientFault("SOAP Body holds no RPC call element")
+		return fail(clientFault("SOAP Body holds no RPC call element"))
 	}
 	cn := &t.nodes[call]
 	if !cn.nsOK {
-		return nil, clientFault("undeclared namespace prefix on " + QuoteName(cn.local))
+		return fail(clientFault("undeclared namespace prefix on " + QuoteName(cn.local)))
 	}
 	c.Operation = QName{Space: cn.space, Local: cn.local}
+	c.Params = d.pointers(int(cn.nchild))
 	for i := cn.first; i >= 0; i = t.nodes[i].next {
 		v, f := d.value(i, t.nodes[i].local, QName{}, 2)
 		if f != nil {
-			return nil, f
+			return fail(f)
 		}
 		c.Params = append(c.Params, v)
 	}

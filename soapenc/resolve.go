@@ -14,10 +14,17 @@ type decoder struct {
 	busy   map[int32]bool // referenced nodes being resolved on the current path
 	nodes  int            // values created
 	budget int            // limit for nodes
-	slab   []Value        // Values are carved from here: one allocation per request
+	slab   []Value        // Values are carved from here when mem is full: one allocation per request
+	mem    *callMem       // the pooled room of this Call (nil: none)
 }
 
 func (d *decoder) newValue(name string) *Value {
+	if m := d.mem; m != nil && len(m.vals) < cap(m.vals) {
+		m.vals = m.vals[:len(m.vals)+1]
+		v := &m.vals[len(m.vals)-1]
+		v.Name = name
+		return v
+	}
 	if len(d.slab) == cap(d.slab) {
 		// References may create more values than elements; grow in chunks.
 		d.slab = make([]Value, 0, min(max(len(d.t.nodes), 16), 1024))
@@ -26,6 +33,20 @@ func (d *decoder) newValue(name string) *Value {
 	v := &d.slab[len(d.slab)-1]
 	v.Name = name
 	return v
+}
+
+// pointers returns an empty list with room for n Values, from the Call's
+// pooled room when it has enough; nil for none (as append leaves it).
+func (d *decoder) pointers(n int) []*Value {
+	if n == 0 {
+		return nil
+	}
+	if m := d.mem; m != nil && len(m.ptrs)+n <= cap(m.ptrs) {
+		k := len(m.ptrs)
+		m.ptrs = m.ptrs[:k+n]
+		return m.ptrs[k : k : k+n]
+	}
+	return make([]*Value, 0, n)
 }
 
 // value decodes the accessor n (named name); deflt is the type to assume
@@ -123,7 +144,10 @@ func (d *decoder) content(n *node, name string, deflt QName, depth int) (*Value,
 			v.Kind = KindArray
 			item = v.ItemType
 		}
-		v.Fields = make([]*Value, 0, n.nchild)
+		v.Fields = []*Value{} // an empty struct or array has an empty list, not nil
+		if n.nchild > 0 {
+			v.Fields = d.pointers(int(n.nchild))
+		}
 		for c := n.first; c >= 0; c = d.t.nodes[c].next {
 			fv, f := d.value(c, d.t.nodes[c].local, item, depth+1)
 			if f != nil {

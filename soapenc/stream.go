@@ -49,7 +49,7 @@ func streamTree(body []byte, lim Limits, size int) (t *tree, ok bool) {
 			return nil, false
 		}
 	}
-	b := treeBuilder{t: &tree{nodes: make([]node, 0, size)}, lim: lim, decls: make([]decl, 0, 8)}
+	b := treeBuilder{t: newTree(size), lim: lim, decls: make([]decl, 0, 8)}
 	attrs := make([]etree.Attr, 0, 8)
 	// Eight open elements on the stack frame cover the envelopes clients
 	// send (Envelope, Body, the operation, a struct, its fields; a deeper

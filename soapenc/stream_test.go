@@ -1,6 +1,7 @@
 package soapenc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -115,4 +116,107 @@ func FuzzStreamTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		compareTrees(t, body, lim)
 	})
+}
+
+// TestDecodedCallsOutliveTheirTree: decode hands a request's tree back to
+// the pool (trees) once the Values are made, so a Call must hold nothing of
+// it. Every capture is decoded, each Call written out, then all of them
+// decoded again (on the same pooled trees) before the first Calls are
+// written out once more.
+func TestDecodedCallsOutliveTheirTree(t *testing.T) {
+	paths := append(captureFiles(t), handmadeFiles(t)...)
+	var calls []*Call
+	var before []string
+	for round := 0; round < 2; round++ {
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Decode(b, "", DefaultLimits())
+			if err != nil || round > 0 {
+				continue
+			}
+			calls = append(calls, c)
+			before = append(before, dumpKeptCall(c))
+		}
+	}
+	if len(calls) == 0 {
+		t.Fatal("no capture decoded")
+	}
+	for i, c := range calls {
+		if got := dumpKeptCall(c); got != before[i] {
+			t.Errorf("call %d changed after later decodes:\nbefore %s\nafter  %s", i, before[i], got)
+		}
+	}
+}
+
+func dumpKeptCall(c *Call) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v", c.Operation, c.Wire)
+	for _, vs := range [][]*Value{c.Header, c.Params} {
+		b.WriteString(" [")
+		for _, v := range vs {
+			dumpKept(&b, v)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+func dumpKept(b *strings.Builder, v *Value) {
+	if v == nil {
+		b.WriteString("nil ")
+		return
+	}
+	fmt.Fprintf(b, "{%q %v %d %v %q %v (", v.Name, v.Type, v.Kind, v.Nil, v.Text, v.ItemType)
+	for _, f := range v.Fields {
+		dumpKept(b, f)
+	}
+	b.WriteString(")} ")
+}
+
+// TestReleasedCallsDecodeTheSame: Calls decoded on memory that earlier
+// Calls released read as the first decodes did, and releasing one Call
+// leaves another, decoded before, untouched.
+func TestReleasedCallsDecodeTheSame(t *testing.T) {
+	var bodies [][]byte
+	for _, p := range append(captureFiles(t), handmadeFiles(t)...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, b)
+	}
+	want := make([]string, len(bodies))
+	for i, b := range bodies {
+		if c, err := Decode(b, "", DefaultLimits()); err == nil {
+			want[i] = dumpKeptCall(c) // not released: new memory for the next ones
+		}
+	}
+	var held *Call
+	heldWant := ""
+	for round := 0; round < 3; round++ {
+		for i, b := range bodies {
+			c, err := Decode(b, "", DefaultLimits())
+			if err != nil {
+				continue
+			}
+			if got := dumpKeptCall(c); got != want[i] {
+				t.Fatalf("round %d, body %d: after releases\n%s\nfirst\n%s", round, i, got, want[i])
+			}
+			if held == nil {
+				held, heldWant = c, want[i]
+				continue
+			}
+			c.Release()
+		}
+	}
+	if held == nil {
+		t.Fatal("no capture decoded")
+	}
+	if got := dumpKeptCall(held); got != heldWant {
+		t.Errorf("a Call changed while others were released:\n%s\nwant\n%s", got, heldWant)
+	}
+	held.Release()
 }

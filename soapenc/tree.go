@@ -2,6 +2,7 @@ package soapenc
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/beevik/etree"
 )
@@ -53,6 +54,36 @@ type tree struct {
 	ids   map[string]int32
 }
 
+// trees keeps the trees of decoded requests for the next ones: a tree
+// lives only while decode turns it into Values (which copy out what they
+// need, never a pointer to a node), so its node slice, some 240 bytes an
+// element, need not be allocated for every request (issue 28).
+var trees = sync.Pool{New: func() any { return new(tree) }}
+
+// maxPooledNodes bounds the node slice a tree keeps in the pool, so that
+// one large request does not hold its slice for the small ones.
+const maxPooledNodes = 256
+
+// newTree returns an empty tree with room for size nodes.
+func newTree(size int) *tree {
+	t := trees.Get().(*tree)
+	if cap(t.nodes) < size {
+		t.nodes = make([]node, 0, max(size, 32))
+	}
+	return t
+}
+
+// release empties t and hands it back for another request. Nothing may
+// use t or its nodes afterwards.
+func (t *tree) release() {
+	clear(t.nodes) // the request's strings are not kept alive by the pool
+	t.nodes = t.nodes[:0]
+	t.ids = nil
+	if cap(t.nodes) <= maxPooledNodes {
+		trees.Put(t)
+	}
+}
+
 type treeBuilder struct {
 	t     *tree
 	lim   Limits
@@ -68,7 +99,7 @@ type treeBuilder struct {
 // buildTree flattens root; size is a guess of the element count.
 func buildTree(root *etree.Element, lim Limits, size int) (*tree, *Fault) {
 	b := treeBuilder{
-		t:     &tree{nodes: make([]node, 0, size)},
+		t:     newTree(size),
 		lim:   lim,
 		scope: map[string][]string{"xml": {nsXML}},
 	}

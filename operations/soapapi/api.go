@@ -180,30 +180,54 @@ func localName(qname string) string {
 // type or members (chooseOverload). A returned error is always a
 // *soapenc.Fault.
 func (a *API) Invoke(ctx context.Context, call *soapenc.Call) (*soapenc.Response, error) {
-	return a.invoke(ctx, call, nil)
+	return a.invoke(ctx, call, nil, nil)
 }
 
 // invoke is Invoke with the HTTP request the call came in (nil: no Guard
-// check). Every call ends in the core: served (Service.Invoke), or, when
-// this adapter ends it first, told as unserved (Service.Unserved).
-func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request) (*soapenc.Response, error) {
+// check). rv is the SOAP handler's (nil for Invoke): then the Call is
+// released once admit has made the typed request of it, before the
+// operation waits for the gateway, and the reply's Values come from
+// replyPool, in *rv for the handler to release once the reply is written.
+// Every call ends in the core: served (Service.Invoke), or, when this
+// adapter ends it first, told as unserved (Service.Unserved).
+func (a *API) invoke(ctx context.Context, call *soapenc.Call, req *http.Request, rv **replyValues) (*soapenc.Response, error) {
 	ctx, b, in, goid, err := a.admit(ctx, call, req)
+	var op string
+	if call != nil {
+		op = call.Operation.Local
+	}
+	if rv != nil {
+		// The typed request holds copies of what it read (strings of the
+		// body), and so does the usage record: a call in flight holds no
+		// Values while it waits.
+		call.Release()
+	}
 	if err != nil {
 		return nil, err
 	}
 	out, err := a.svc.Invoke(ctx, b.row, in)
 	if err != nil {
-		return nil, a.failed(ctx, call.Operation.Local, goid, err)
+		return nil, a.failed(ctx, op, goid, err)
 	}
-	return a.response(b, call, out), nil
+	return a.response(b, op, out, rv), nil
 }
 
-// response is the reply of a call served.
+// response is the reply of a call served; with rv (the SOAP handler's),
+// its Values come from replyPool, in *rv for the handler to release once
+// the reply is written. Apart from invoke, whose frame is held under the
+// wait for the gateway (issue 28).
 //
 //go:noinline
-func (a *API) response(b *binding, call *soapenc.Call, out any) *soapenc.Response {
-	ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
-	return &soapenc.Response{Namespace: a.codec.ns, Operation: call.Operation.Local, Return: ret}
+func (a *API) response(b *binding, op string, out any, rv **replyValues) *soapenc.Response {
+	if rv == nil {
+		ret := a.codec.encode(b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
+		return &soapenc.Response{Namespace: a.codec.ns, Operation: op, Return: ret}
+	}
+	r := replyPool.Get().(*replyValues)
+	*rv = r
+	ret := a.codec.encodeWith(r, b.op.Return.Name, b.op.Return.Type, reflect.ValueOf(out))
+	r.resp = soapenc.Response{Namespace: a.codec.ns, Operation: op, Return: ret}
+	return &r.resp
 }
 
 // admit finds the call's operation, decodes its input and applies the
@@ -362,12 +386,14 @@ func (a *API) Handler() echo.HandlerFunc {
 		if a.usage != nil {
 			cctx = withUsage(cctx, req, call)
 		}
-		resp, err := a.invoke(cctx, call, req)
+		var rv *replyValues
+		resp, err := a.invoke(cctx, call, req, &rv) // releases call
 		if err != nil {
 			writeFailure(c, err)
 			return nil
 		}
 		soapenc.WriteResponse(c.Response(), resp)
+		rv.release() // the reply is written: nothing keeps its Values
 		return nil
 	}
 }

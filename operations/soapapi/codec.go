@@ -165,22 +165,120 @@ func (c codec) qname(typ string) soapenc.QName {
 
 // encode renders v as the accessor name of table type typ.
 func (c codec) encode(name, typ string, v reflect.Value) *soapenc.Value {
-	out := new(soapenc.Value)
-	c.encodeInto(out, name, typ, v, false)
+	return c.encodeWith(nil, name, typ, v)
+}
+
+// encodeWith is encode with the Values taken from r when it has room
+// (nil: allocated).
+func (c codec) encodeWith(r *replyValues, name, typ string, v reflect.Value) *soapenc.Value {
+	out := &r.values(1)[0]
+	c.encodeInto(r, out, name, typ, v, false)
 	return out
 }
 
+// replyValues holds the Values of one reply while it is encoded and
+// written: the SOAP handler's call takes one from replyPool once the
+// operation has answered (invoke) and hands it back once the reply is
+// written, so that a paymentStatus reply's block of
+// values (20 of 136 bytes) and its member list are not allocated per call
+// (issue 28). Nothing keeps a reply's Values beyond its writing
+// (soapenc.WriteResponse renders them into bytes).
+type replyValues struct {
+	vals []soapenc.Value
+	ptrs []*soapenc.Value
+	resp soapenc.Response
+}
+
+// replyPoolValues is the room of a pooled replyValues: the largest struct
+// reply (EPaymentStatusWCust) with its root, not the longer arrays of
+// paymentMethodList, which are allocated as before.
+const replyPoolValues = 48
+
+var replyPool = sync.Pool{New: func() any {
+	return &replyValues{vals: make([]soapenc.Value, 0, replyPoolValues), ptrs: make([]*soapenc.Value, 0, replyPoolValues)}
+}}
+
+// values returns n zero Values from r, or new ones when r is nil or full.
+func (r *replyValues) values(n int) []soapenc.Value {
+	if r == nil || len(r.vals)+n > cap(r.vals) {
+		return make([]soapenc.Value, n)
+	}
+	k := len(r.vals)
+	r.vals = r.vals[:k+n]
+	return r.vals[k : k+n : k+n]
+}
+
+// pointers is values for the member lists.
+func (r *replyValues) pointers(n int) []*soapenc.Value {
+	if r == nil || len(r.ptrs)+n > cap(r.ptrs) {
+		return make([]*soapenc.Value, n)
+	}
+	k := len(r.ptrs)
+	r.ptrs = r.ptrs[:k+n]
+	return r.ptrs[k : k+n : k+n]
+}
+
+// release zeroes what the reply used (so the pool keeps none of its
+// strings alive) and hands r back; nil does nothing. Nothing may use the
+// reply afterwards.
+func (r *replyValues) release() {
+	if r == nil {
+		return
+	}
+	clear(r.vals)
+	clear(r.ptrs)
+	r.vals, r.ptrs, r.resp = r.vals[:0], r.ptrs[:0], soapenc.Response{}
+	replyPool.Put(r)
+}
+
+// tableType is the table's type q names, if q is not a built-in type.
+func tableType(q soapenc.QName) (wsdl.Type, bool) {
+	if q.Space == wsdl.NSSOAPEnc || q.Space == wsdl.NSXSD {
+		return wsdl.Type{}, false
+	}
+	tt, ok := tableTypes[q.Local]
+	return tt, ok
+}
+
+// memberPaths is the index path in Go type t of each member of table type
+// tt (named local), in the table's order, as operations.LegacyFields finds
+// them (nil for a member t lacks); worked out once per pair, so that a
+// reply does not look every member up by name.
+func memberPaths(t reflect.Type, local string, tt wsdl.Type) [][]int {
+	k := memberPathsKey{t, local}
+	if p, ok := memberPathsCache.Load(k); ok {
+		return p.([][]int)
+	}
+	fs := operations.LegacyFields(t)
+	p := make([][]int, len(tt.Fields))
+	for i, f := range tt.Fields {
+		p[i] = fs[f.Name]
+	}
+	memberPathsCache.Store(k, p)
+	return p
+}
+
+type memberPathsKey struct {
+	t     reflect.Type
+	local string
+}
+
+var memberPathsCache sync.Map // memberPathsKey → [][]int
+
 // encodeInto renders v into out. The members of a struct are written into
-// one block of values (two allocations per struct, not one per member).
-func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value, inStruct bool) {
+// one block of values (two allocations per struct, not one per member,
+// none when r has room).
+func (c codec) encodeInto(r *replyValues, out *soapenc.Value, name, typ string, v reflect.Value, inStruct bool) {
 	q := c.qname(typ)
-	if tt, ok := tableTypes[q.Local]; ok && q.Space != wsdl.NSSOAPEnc && q.Space != wsdl.NSXSD {
+	// The namespace first: a built-in type (most members) needs no look-up
+	// in the table.
+	if tt, ok := tableType(q); ok {
 		if tt.ArrayOf != "" {
-			block := make([]soapenc.Value, v.Len())
-			items := make([]*soapenc.Value, v.Len())
+			block := r.values(v.Len())
+			items := r.pointers(v.Len())
 			for i := range items {
 				items[i] = &block[i]
-				c.encodeInto(&block[i], "item", tt.ArrayOf, v.Index(i), false)
+				c.encodeInto(r, &block[i], "item", tt.ArrayOf, v.Index(i), false)
 			}
 			*out = soapenc.Value{Name: name, Type: q, Kind: soapenc.KindArray, Fields: items, ItemType: c.qname(tt.ArrayOf)}
 			return
@@ -192,9 +290,9 @@ func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value,
 			}
 			v = v.Elem()
 		}
-		fs := operations.LegacyFields(v.Type())
-		block := make([]soapenc.Value, len(tt.Fields))
-		members := make([]*soapenc.Value, len(tt.Fields))
+		paths := memberPaths(v.Type(), q.Local, tt)
+		block := r.values(len(tt.Fields))
+		members := r.pointers(len(tt.Fields))
 		// The digits of the integer members (ids, amounts) go into one
 		// string, not one allocation each (strconv has its own strings
 		// for values under 100).
@@ -204,8 +302,8 @@ func (c codec) encodeInto(out *soapenc.Value, name, typ string, v reflect.Value,
 		nints := 0
 		for i, f := range tt.Fields {
 			members[i] = &block[i]
-			fv := v.FieldByIndex(fs[f.Name])
-			c.encodeInto(&block[i], f.Name, f.Type, fv, true)
+			fv := v.FieldByIndex(paths[i])
+			c.encodeInto(r, &block[i], f.Name, f.Type, fv, true)
 			if m := &block[i]; m.Kind == soapenc.KindInt && !m.Nil && m.Text == "" {
 				if fv.Kind() == reflect.Pointer {
 					fv = fv.Elem()

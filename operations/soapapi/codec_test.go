@@ -3,11 +3,14 @@ package soapapi
 import (
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legacybridge/soapbridge/operations"
+	"github.com/legacybridge/soapbridge/soapenc"
 	"github.com/legacybridge/soapbridge/wsdl"
 )
 
@@ -93,4 +96,41 @@ func untaggedFields(t reflect.Type) []string {
 		}
 	}
 	return out
+}
+
+// TestEncodeWithPooledValues: a reply encoded into pooled room is the reply
+// encoded into new memory, one after another on the same replyValues
+// (released in between, as the handler does), for a struct reply, a
+// string, and an array longer than the room (allocated as before).
+func TestEncodeWithPooledValues(t *testing.T) {
+	s, n, yes := "x", int64(1234567), true
+	status := &operations.PaymentStatus{Currency: &s, OrderNumber: &s, PaymentSessionID: &n, ProductName: &s,
+		Result: "CALL_COMPLETED", SessionState: &s, TargetGoID: &n, TotalPrice: &n, EncryptedSignature: &s, PreAuthorization: &yes}
+	methods := make([]operations.PaymentMethod, replyPoolValues+3)
+	for i := range methods {
+		methods[i] = operations.PaymentMethod{Code: "c" + strconv.Itoa(i), Description: "d", Logo: "l"}
+	}
+	c := codec{ns: "urn:x"}
+	cases := []struct {
+		name, typ string
+		v         any
+	}{
+		{"paymentStatusReturn", "tns1:EPaymentStatus", status},
+		{"touchReturn", "soapenc:string", "OK"},
+		{"paymentMethodListReturn", "impl:ArrayOf_tns1_EPaymentMethod", methods},
+		{"paymentStatusReturn", "tns1:EPaymentStatus", status},
+	}
+	rv := replyPool.Get().(*replyValues)
+	for _, tc := range cases {
+		want := c.encode(tc.name, tc.typ, reflect.ValueOf(tc.v))
+		got := c.encodeWith(rv, tc.name, tc.typ, reflect.ValueOf(tc.v))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: pooled %+v, new %+v", tc.name, got, want)
+		}
+		rv.release()
+		if len(rv.vals) != 0 || len(rv.ptrs) != 0 || rv.resp != (soapenc.Response{}) {
+			t.Fatalf("%s: released room not empty", tc.name)
+		}
+		rv = replyPool.Get().(*replyValues)
+	}
 }
