@@ -134,7 +134,7 @@ func (c *Client) withDeadline(ctx context.Context) (context.Context, context.Can
 
 // callJSON runs r and decodes its JSON reply into out; check, when not nil,
 // compares the decoded reply with the request (the payment asked about).
-func (c *Client) callJSON(ctx context.Context, cr Credentials, r *request, out validator, check func() error) error {
+func (c *Client) callJSON(ctx context.Context, cr *Credentials, r *request, out validator, check func() error) error {
 	rep, err := c.call(ctx, cr, r)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func sameID(field string, got *int64, want int64) func() error {
 // http.Client.Timeout for a streamed reply); a call that acts does not
 // start when the caller's deadline is closer than Config.Timeout. Other calls are bounded
 // as a whole (retries included) by the caller's deadline or Config.Timeout.
-func (c *Client) call(ctx context.Context, cr Credentials, r *request) (*reply, error) {
+func (c *Client) call(ctx context.Context, cr *Credentials, r *request) (*reply, error) {
 	cancel := func() {}
 	if !r.acts {
 		ctx, cancel = c.withDeadline(ctx)
@@ -184,12 +184,11 @@ func (c *Client) call(ctx context.Context, cr Credentials, r *request) (*reply, 
 	return rep, err
 }
 
-func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*reply, error) {
+func (c *Client) attempts(ctx context.Context, cr *Credentials, r *request) (*reply, error) {
 	if err := c.mayStart(ctx, r); err != nil {
 		return nil, err
 	}
-	key := c.tokenKey(cr)
-	tok, err := c.token(ctx, cr, key)
+	tok, err := c.tokenOf(ctx, cr, "")
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +198,7 @@ func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*rep
 		rep, err := c.sendBounded(ctx, r, c.bearerValue(tok), attempt)
 		if err == nil && rep.status == http.StatusUnauthorized && !renewed {
 			renewed = true
-			c.dropToken(key, tok)
-			if tok, err = c.token(ctx, cr, key); err != nil {
+			if tok, err = c.tokenOf(ctx, cr, tok); err != nil {
 				return nil, err
 			}
 			continue
@@ -216,6 +214,20 @@ func (c *Client) attempts(ctx context.Context, cr Credentials, r *request) (*rep
 			return nil, err
 		}
 	}
+}
+
+// tokenOf is a token of cr: the cached one, or after refused (the token
+// the gateway refused, dropped first) a fresh one. Apart from attempts,
+// whose frame is held while the gateway is awaited: the credentials'
+// copies live here (issue 28).
+//
+//go:noinline
+func (c *Client) tokenOf(ctx context.Context, cr *Credentials, refused string) (string, error) {
+	key := c.tokenKey(*cr)
+	if refused != "" {
+		c.dropToken(key, refused)
+	}
+	return c.token(ctx, *cr, key)
 }
 
 // mayStart refuses a call that acts when the caller's deadline is closer
@@ -270,6 +282,21 @@ func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, att
 // replies. Whether the request left the bridge is taken from httptrace:
 // once it is written, a failure is of unknown outcome for a call that acts.
 func (c *Client) send(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
+	req, st, endSpan, err := c.newRequest(ctx, r, auth)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	rep, err := c.exchange(req.Context(), r, req, &st.sent)
+	return c.settle(r, attempt, start, &st.sent, endSpan, rep, err)
+}
+
+// newRequest is the HTTP request of r, traced (whether it was written, and
+// the exchange's span when tracing is on). Apart from send, whose frame is
+// held while the gateway is awaited (issue 28).
+//
+//go:noinline
+func (c *Client) newRequest(ctx context.Context, r *request, auth []string) (*http.Request, *sendTrace, func(int, error), error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
@@ -281,13 +308,12 @@ func (c *Client) send(ctx context.Context, r *request, auth []string, attempt in
 	st := &sendTrace{}
 	st.trace.WroteRequest = st.wroteRequest
 	ctx = httptrace.WithClientTrace(ctx, &st.trace)
-	sent := &st.sent
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
 	if err != nil {
 		if endSpan != nil {
 			endSpan(0, err)
 		}
-		return nil, &RequestError{Op: r.op, Err: err}
+		return nil, nil, nil, &RequestError{Op: r.op, Err: err}
 	}
 	// Canonical keys, shared values (headerValue): no copy per request.
 	h := req.Header
@@ -304,10 +330,7 @@ func (c *Client) send(ctx context.Context, r *request, auth []string, attempt in
 		h["Content-Type"] = []string{r.contentType}
 	}
 	h["Authorization"] = auth
-
-	start := time.Now()
-	rep, err := c.exchange(ctx, r, req, sent)
-	return c.settle(r, attempt, start, sent, endSpan, rep, err)
+	return req, st, endSpan, nil
 }
 
 // settle reports an exchange (observer, span, debug log) and types its

@@ -204,7 +204,7 @@ func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *Payment
 	}
 	r.acts = true
 	p := new(Payment)
-	return p, c.callJSON(ctx, cr, &r, p, nil)
+	return p, c.callJSON(ctx, &cr, &r, p, nil)
 }
 
 // PaymentStatus: GET /payments/payment/{id}. A reply about another payment
@@ -212,7 +212,7 @@ func (c *Client) CreatePayment(ctx context.Context, cr Credentials, req *Payment
 func (c *Client) PaymentStatus(ctx context.Context, cr Credentials, id int64) (*Payment, error) {
 	p := new(Payment)
 	r := request{op: "payment status", method: http.MethodGet, path: paymentPath(PathPayment, id)}
-	return p, c.callJSON(ctx, cr, &r, p, sameID("id", &p.ID, id))
+	return p, c.callJSON(ctx, &cr, &r, p, sameID("id", &p.ID, id))
 }
 
 // Refund: POST /payments/payment/{id}/refund with form amount.
@@ -221,14 +221,14 @@ func (c *Client) Refund(ctx context.Context, cr Credentials, id int64, amount in
 	r := request{op: "refund", method: http.MethodPost, path: paymentPath(PathRefund, id),
 		contentType: ctForm, body: []byte(body), acts: true}
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, &r, res, sameID("id", &res.ID, id))
+	return res, c.callJSON(ctx, &cr, &r, res, sameID("id", &res.ID, id))
 }
 
 // RefundHistory: GET /payments/payment/{id}/refunds, the refunds made so far.
 func (c *Client) RefundHistory(ctx context.Context, cr Credentials, id int64) ([]Refund, error) {
 	r := request{op: "refund history", method: http.MethodGet, path: paymentPath(PathRefunds, id)}
 	var l refundList
-	if err := c.callJSON(ctx, cr, &r, &l, nil); err != nil {
+	if err := c.callJSON(ctx, &cr, &r, &l, nil); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -243,7 +243,7 @@ func (c *Client) CreateRecurrence(ctx context.Context, cr Credentials, parentID 
 	}
 	r.acts = true
 	p := new(Payment)
-	return p, c.callJSON(ctx, cr, &r, p, func() error {
+	return p, c.callJSON(ctx, &cr, &r, p, func() error {
 		if p.ParentID != parentID {
 			return &MismatchError{Field: "parent_id", Want: parentID, Got: p.ParentID}
 		}
@@ -271,7 +271,7 @@ func (c *Client) Capture(ctx context.Context, cr Credentials, id int64, req *Cap
 	}
 	r.acts = true
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, &r, res, sameID("id", &res.ID, id))
+	return res, c.callJSON(ctx, &cr, &r, res, sameID("id", &res.ID, id))
 }
 
 // VoidAuthorization: POST /payments/payment/{id}/void-authorization.
@@ -284,7 +284,7 @@ func (c *Client) VoidAuthorization(ctx context.Context, cr Credentials, id int64
 func (c *Client) operation(ctx context.Context, cr Credentials, op, path string, id int64) (*Result, error) {
 	r := request{op: op, method: http.MethodPost, path: paymentPath(path, id), contentType: ctForm, acts: true}
 	res := new(Result)
-	return res, c.callJSON(ctx, cr, &r, res, sameID("id", &res.ID, id))
+	return res, c.callJSON(ctx, &cr, &r, res, sameID("id", &res.ID, id))
 }
 
 // PaymentInstruments: GET /eshops/eshop/{goid}/payment-instruments/{currency}.
@@ -292,7 +292,7 @@ func (c *Client) PaymentInstruments(ctx context.Context, cr Credentials, goid in
 	path := FillPath(PathInstruments, strconv.FormatInt(goid, 10), currency)
 	r := request{op: "payment instruments", method: http.MethodGet, path: path}
 	l := new(InstrumentList)
-	return l, c.callJSON(ctx, cr, &r, l, nil)
+	return l, c.callJSON(ctx, &cr, &r, l, nil)
 }
 
 // AccountStatement: POST /accounts/account-statement; returns the whole
@@ -304,7 +304,7 @@ func (c *Client) AccountStatement(ctx context.Context, cr Credentials, req *Stat
 		return nil, err
 	}
 	r.limit = c.cfg.MaxStatementSize
-	rep, err := c.call(ctx, cr, &r)
+	rep, err := c.call(ctx, &cr, &r)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +323,7 @@ func (c *Client) AccountStatementStream(ctx context.Context, cr Credentials, req
 	}
 	r.limit = c.cfg.MaxStatementSize
 	r.stream = true
-	rep, err := c.call(ctx, cr, &r)
+	rep, err := c.call(ctx, &cr, &r)
 	if err != nil {
 		return nil, err
 	}
