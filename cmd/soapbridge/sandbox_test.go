@@ -125,7 +125,7 @@ func TestSandboxStateUnusableRefusedAtStart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := os.ReadFile(tc.file)
-			env := envOf(map[string]string{"SOAPBRIDGE_LISTEN": "127.0.0.1:0", "SOAPBRIDGE_SANDBOX_LISTEN": "127.0.0.1:0",
+			env := envOf(map[string]string{"SOAPBRIDGE_LISTEN": "127.0.0.1:0", "SOAPBRIDGE_SANDBOX_LISTEN": "127.0.0.1:0", "SOAPBRIDGE_ADMIN_LISTEN": "off",
 				"SOAPBRIDGE_DATABASE": filepath.Join(t.TempDir(), "bridge.db"), "SOAPBRIDGE_SANDBOX_STATE": tc.file})
 			err := run(context.Background(), nil, env, &bytes.Buffer{})
 			require.Error(t, err)
