@@ -96,3 +96,17 @@ func TestRedirectOfAGetIsNotFollowed(t *testing.T) {
 	assert.Equal(t, restbackend.OutcomeNotDone, restbackend.OutcomeOf(err))
 }
 
+// A gateway URL of https:// whose server speaks plain HTTP is reported as
+// net/http's http.Client reports it (ErrSchemeMismatch: "server gave HTTP
+// response to HTTPS client"), not as a bare TLS record error; never sent.
+func TestHTTPSURLOfAPlainHTTPServer(t *testing.T) {
+	g := newFakeGateway(t)
+	c := restbackend.New(restbackend.Config{BaseURL: strings.Replace(g.srv.URL, "http://", "https://", 1)})
+	_, err := c.PaymentStatus(bg, testCreds, pid)
+	te := asTransportError(t, err)
+	assert.Equal(t, "token", te.Op)
+	assert.False(t, te.Sent)
+	assert.ErrorIs(t, err, http.ErrSchemeMismatch)
+	assert.Contains(t, err.Error(), "server gave HTTP response to HTTPS client")
+	assert.Equal(t, restbackend.OutcomeNotDone, restbackend.OutcomeOf(err))
+}
