@@ -3,6 +3,7 @@ package restbackend
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -438,7 +439,7 @@ func (c *Client) exchange(ctx context.Context, r *request, req *http.Request, se
 	if c.direct(r) {
 		resp, err = c.rt.RoundTrip(req)
 		if err != nil {
-			err = &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+			err = roundTripError(req, err)
 		}
 	} else {
 		resp, err = c.hc.Do(req)
@@ -499,6 +500,25 @@ func (c *Client) direct(r *request) bool { return c.rt != nil && !r.stream }
 func endsBefore(t time.Time, ctx context.Context) bool { //nolint:revive // reads as a sentence
 	dl, ok := ctx.Deadline()
 	return !ok || t.Before(dl)
+}
+
+// roundTripError is the error http.Client.Do returns for err of
+// RoundTrip: a TLS record that is the start of an HTTP reply becomes
+// http.ErrSchemeMismatch ("server gave HTTP response to HTTPS client", a
+// gateway URL of https:// for a server that speaks plain HTTP), and the
+// whole is a *url.Error. Not the suffix "(Client.Timeout exceeded while
+// awaiting headers)" http.Client adds when its own Timeout fired: here the
+// bound is a context deadline, and the error context.DeadlineExceeded (a
+// timeout to TransportError as before). Apart from exchange, whose frame
+// is held while the gateway is awaited (issue 28).
+//
+//go:noinline
+func roundTripError(req *http.Request, err error) error {
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) && string(rh.RecordHeader[:]) == "HTTP/" {
+		err = http.ErrSchemeMismatch
+	}
+	return &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
 }
 
 // urlErrorOp is the Op of the *url.Error http.Client.Do returns: "Get",

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,15 +29,47 @@ import (
 // at the deepest point now and then still grows one).
 const stackPerCallBudget = 24 << 10
 
+// stackRounds is how many bridges TestHandlerStackWithin8KiBE2E measures
+// at most, each with its own calls, before it gives up.
+const stackRounds = 3
+
 // TestHandlerStackWithin8KiBE2E: calls held at the gateway by the fault
 // proxy (not by a timing margin) hold no more stack than the budget. The
 // stack the process holds is read from its own metrics before and while
 // the calls wait; the calls' client and the held gateway are in this
 // process, not in the bridge's.
+//
+// A handler goroutine that meets the allocator's slow path (sweeping owed
+// after a collection) at its deepest point grows to 16 KiB and keeps it
+// while it waits; how many do depends on the collections the machine's
+// load brings: on a loaded 2-core machine 18.3-22.4 KB per call, once
+// 25.1 KB (over the budget), where every handler at 16 KiB (c2bb1db) gives
+// 26.5-27.4 KB in every round. So a round over the budget is measured
+// again on a fresh bridge, up to stackRounds: a frame that grew fails
+// every round, the load fails one now and then.
 func TestHandlerStackWithin8KiBE2E(t *testing.T) {
 	if raceOn {
 		t.Skip("the race detector's instrumentation makes every frame larger")
 	}
+	var got []int64
+	for round := 1; round <= stackRounds; round++ {
+		var perCall int64
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { perCall = heldStackPerCall(t) })
+		if t.Failed() {
+			return
+		}
+		got = append(got, perCall)
+		if perCall <= stackPerCallBudget {
+			break
+		}
+	}
+	assert.LessOrEqual(t, slices.Min(got), int64(stackPerCallBudget),
+		"a call waiting for the gateway holds more stack than the budget in every round (%v bytes per call): a frame on its path grew (docs/performance.md, \"Memory per call in flight\")", got)
+}
+
+// heldStackPerCall starts a bridge, holds 200 paymentStatus calls at the
+// gateway and returns the stack the bridge holds per call meanwhile.
+func heldStackPerCall(t *testing.T) int64 {
 	const calls = 200
 	e := newMoneyEnv(t, "10s", "20s", withEnv(
 		"GODEBUG=adaptivestackstart=0", // every goroutine starts at 2 KiB: sizes independent of the process's past
@@ -76,8 +110,7 @@ func TestHandlerStackWithin8KiBE2E(t *testing.T) {
 	}
 	perCall := (held - before) / calls
 	t.Logf("stack held per call waiting for the gateway: %d bytes (%d before, %d with %d calls held)", perCall, before, held, calls)
-	assert.LessOrEqual(t, perCall, int64(stackPerCallBudget),
-		"a call waiting for the gateway holds more stack than the budget: a frame on its path grew (docs/performance.md, \"Memory per call in flight\")")
+	return perCall
 }
 
 func getMetrics(t *testing.T, adminURL string) string {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,20 +27,17 @@ import (
 // releaseStartupPages drops the resident read-only pages of the
 // executable from the process and says how many bytes were resident
 // before.
+//
+// The executable is the file of the mapping that holds this function's
+// code, as smaps names it (device and inode): not what stat says of
+// /proc/self/exe, whose device differs from smaps' on btrfs (a subvolume's
+// own device number against the filesystem's), where nothing would match.
 func releaseStartupPages() (int64, error) {
-	exe, err := os.Stat("/proc/self/exe")
-	if err != nil {
-		return 0, err
-	}
-	st, ok := exe.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, fmt.Errorf("stat /proc/self/exe: no inode")
-	}
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
-	maps, err := releasableMappings(f, st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev))
+	maps, err := releasableMappings(f, reflect.ValueOf(releaseStartupPages).Pointer())
 	f.Close()
 	if err != nil {
 		return 0, err
@@ -61,23 +58,19 @@ type mapping struct {
 	rss        int64 // bytes resident
 }
 
+// smapsEntry is one mapping of smaps as releasableMappings reads it.
+type smapsEntry struct {
+	mapping
+	file     string // "dev inode" as smaps writes them
+	readOnly bool   // read-only and private
+	anon     bool   // holds a private (anonymous or swapped) page
+}
+
 // releasableMappings reads smaps and returns the mappings of the file
-// (inode ino on device major:minor) that are read-only, private and hold
-// no anonymous page.
-func releasableMappings(r io.Reader, ino uint64, major, minor uint32) ([]mapping, error) {
-	var (
-		out  []mapping
-		cur  mapping
-		take bool // cur is the file's, read-only and private
-		anon bool // cur holds a private page
-	)
-	flush := func() {
-		if take && !anon && cur.rss > 0 {
-			out = append(out, cur)
-		}
-	}
-	dev := []byte(fmt.Sprintf("%02x:%02x", major, minor))
-	inode := []byte(strconv.FormatUint(ino, 10))
+// whose mapping holds the address pc (the executable's, for an address of
+// its code) that are read-only, private and hold no anonymous page.
+func releasableMappings(r io.Reader, pc uintptr) ([]mapping, error) {
+	var all []smapsEntry
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -86,8 +79,8 @@ func releasableMappings(r io.Reader, ino uint64, major, minor uint32) ([]mapping
 			continue
 		}
 		if k := f[0]; k[len(k)-1] != ':' { // a mapping's header: range perms offset dev inode [path]
-			flush()
-			cur, take, anon = mapping{}, false, false
+			all = append(all, smapsEntry{})
+			cur := &all[len(all)-1]
 			if len(f) < 5 {
 				continue
 			}
@@ -99,13 +92,16 @@ func releasableMappings(r io.Reader, ino uint64, major, minor uint32) ([]mapping
 			}
 			cur.start, cur.end = uintptr(start), uintptr(end)
 			perms := f[1]
-			take = len(perms) == 4 && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p' &&
-				bytes.Equal(f[3], dev) && bytes.Equal(f[4], inode)
+			cur.readOnly = len(perms) == 4 && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p'
+			if string(f[4]) != "0" { // a file's
+				cur.file = string(f[3]) + " " + string(f[4])
+			}
 			continue
 		}
-		if !take || len(f) < 2 {
+		if len(all) == 0 || len(f) < 2 {
 			continue
 		}
+		cur := &all[len(all)-1]
 		n, err := strconv.ParseInt(string(f[1]), 10, 64)
 		if err != nil {
 			continue // a field that is not a size (VmFlags, THPeligible)
@@ -114,9 +110,27 @@ func releasableMappings(r io.Reader, ino uint64, major, minor uint32) ([]mapping
 		case "Rss:":
 			cur.rss = n << 10
 		case "Anonymous:", "Swap:":
-			anon = anon || n > 0
+			cur.anon = cur.anon || n > 0
 		}
 	}
-	flush()
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	file := ""
+	for _, e := range all {
+		if e.start <= pc && pc < e.end {
+			file = e.file
+			break
+		}
+	}
+	if file == "" {
+		return nil, fmt.Errorf("smaps: no file mapping holds %#x", pc)
+	}
+	var out []mapping
+	for _, e := range all {
+		if e.file == file && e.readOnly && !e.anon && e.rss > 0 {
+			out = append(out, e.mapping)
+		}
+	}
+	return out, nil
 }

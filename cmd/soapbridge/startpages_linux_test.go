@@ -2,14 +2,13 @@ package main
 
 import (
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 const smapsFixture = `00400000-0112d000 r-xp 00000000 fe:00 4242                       /usr/bin/soapbridge
@@ -46,31 +45,68 @@ Anonymous:            20 kB
 // Only the executable's own read-only mappings without a private page are
 // released: not its writable data, not a read-only page it wrote, not an
 // empty range, not a library, not another device's file of the same inode.
+// The executable is the file of the mapping that holds the address given
+// (an address of its code), whatever stat says of /proc/self/exe.
 func TestReleasableMappingsAreTheExecutablesCleanReadOnlyOnes(t *testing.T) {
-	got, err := releasableMappings(strings.NewReader(smapsFixture), 4242, 0xfe, 0)
+	for _, pc := range []uintptr{0x400000, 0x1000000, 0x112d000, 0x2100000} {
+		got, err := releasableMappings(strings.NewReader(smapsFixture), pc)
+		require.NoError(t, err)
+		assert.Equal(t, []mapping{
+			{start: 0x400000, end: 0x112d000, rss: 11504 << 10},
+			{start: 0x112d000, end: 0x1f75000, rss: 10908 << 10},
+		}, got, "pc %#x", pc)
+	}
+	// The file of another mapping: that file's, here a library's.
+	got, err := releasableMappings(strings.NewReader(smapsFixture), 0x7f0000000010)
+	require.NoError(t, err)
+	assert.Equal(t, []mapping{{start: 0x7f0000000000, end: 0x7f0000100000, rss: 900 << 10}}, got)
+}
+
+// On btrfs, stat gives /proc/self/exe the device number of its subvolume
+// (00:28 here) while smaps names the filesystem's (00:27): the mappings are
+// found all the same, by the address of the code.
+func TestReleasableMappingsOnBtrfs(t *testing.T) {
+	const smaps = `55a153888000-55a15388a000 r--p 00000000 00:27 258                        /srv/soapbridge
+Rss:                   8 kB
+Anonymous:             0 kB
+55a15388a000-55a15388f000 r-xp 00002000 00:27 258                        /srv/soapbridge
+Rss:                  20 kB
+Anonymous:             0 kB
+55a15388f000-55a153890000 rw-p 00007000 00:27 258                        /srv/soapbridge
+Rss:                   4 kB
+Anonymous:             4 kB
+`
+	got, err := releasableMappings(strings.NewReader(smaps), 0x55a15388a100)
 	require.NoError(t, err)
 	assert.Equal(t, []mapping{
-		{start: 0x400000, end: 0x112d000, rss: 11504 << 10},
-		{start: 0x112d000, end: 0x1f75000, rss: 10908 << 10},
+		{start: 0x55a153888000, end: 0x55a15388a000, rss: 8 << 10},
+		{start: 0x55a15388a000, end: 0x55a15388f000, rss: 20 << 10},
 	}, got)
 }
 
 func TestReleasableMappingsRefusesABadRange(t *testing.T) {
-	_, err := releasableMappings(strings.NewReader("zz-01 r-xp 00000000 fe:00 4242 /x\nRss: 4 kB\n"), 4242, 0xfe, 0)
+	_, err := releasableMappings(strings.NewReader("zz-01 r-xp 00000000 fe:00 4242 /x\nRss: 4 kB\n"), 0x400000)
 	assert.Error(t, err)
+}
+
+// An address in no file's mapping (the stack, or none at all) names no
+// executable: an error, nothing released.
+func TestReleasableMappingsWithoutTheCode(t *testing.T) {
+	for _, pc := range []uintptr{0x7ffc00000010, 0x10} {
+		got, err := releasableMappings(strings.NewReader(smapsFixture), pc)
+		assert.Error(t, err, "pc %#x", pc)
+		assert.Empty(t, got)
+	}
 }
 
 // exeResident is how much of this process's executable's read-only
 // mappings is resident.
 func exeResident(t *testing.T) int64 {
 	t.Helper()
-	fi, err := os.Stat("/proc/self/exe")
-	require.NoError(t, err)
-	st := fi.Sys().(*syscall.Stat_t)
 	f, err := os.Open("/proc/self/smaps")
 	require.NoError(t, err)
 	defer f.Close()
-	maps, err := releasableMappings(f, st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev))
+	maps, err := releasableMappings(f, reflect.ValueOf(exeResident).Pointer())
 	require.NoError(t, err)
 	var n int64
 	for _, m := range maps {
