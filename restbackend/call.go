@@ -169,8 +169,9 @@ func sameID(field string, got *int64, want int64) func() error {
 //
 // Deadlines: each exchange is limited to Config.Timeout (sendBounded, or
 // http.Client.Timeout for a streamed reply); a call that acts does not
-// start when the caller's deadline is closer than Config.Timeout. Other calls are bounded
-// as a whole (retries included) by the caller's deadline or Config.Timeout.
+// start when the caller's deadline is closer than Config.Timeout. Other
+// calls are bounded as a whole (retries included) by the caller's deadline
+// or Config.Timeout.
 func (c *Client) call(ctx context.Context, cr *Credentials, r *request) (*reply, error) {
 	cancel := func() {}
 	if !r.acts {
