@@ -75,7 +75,15 @@ func (e *overloadEnv) hold() <-chan answer {
 // metric is the value of one sample line of the bridge's /metrics.
 func (e *overloadEnv) metric(series string) string {
 	e.t.Helper()
-	_, text := adminGet(e.t, e.b.AdminURL+"/metrics")
+	return adminMetric(e.t, e.b.AdminURL, series)
+}
+
+// adminMetric is the value of one sample line (series, labels included)
+// of a bridge's /metrics on its admin listener, or "absent".
+func adminMetric(t *testing.T, adminURL, series string) string {
+	t.Helper()
+	code, text := adminGet(t, adminURL+"/metrics")
+	require.Equal(t, http.StatusOK, code)
 	for _, l := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
 			return v
