@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,48 @@ type result struct {
 	// soon a cold server makes calls (issue 28: within 5 s of the start).
 	early       int
 	earlyWindow time.Duration
+	// open loop: per second of when calls were due, the made and refused
+	// calls and the made ones' latencies: whether a cold server's p99 is
+	// its first second or every second.
+	secs []second
+}
+
+// second is one second of an open loop, by when its calls were due.
+type second struct {
+	made, refused int
+	lat           []time.Duration
+}
+
+// tick counts one outcome in the second it was due.
+func (r *result) tick(sec int, o outcome, lat time.Duration) {
+	for len(r.secs) <= sec {
+		r.secs = append(r.secs, second{})
+	}
+	s := &r.secs[sec]
+	switch o {
+	case made:
+		s.made++
+		s.lat = append(s.lat, lat)
+	case refused:
+		s.refused++
+	}
+}
+
+// timeline is the open loop's seconds as "made/refused p99" each.
+func (r result) timeline() string {
+	var b strings.Builder
+	for i, s := range r.secs {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		slices.Sort(s.lat)
+		p99 := time.Duration(0)
+		if len(s.lat) > 0 {
+			p99 = s.lat[int(0.99*float64(len(s.lat)-1)+0.5)]
+		}
+		fmt.Fprintf(&b, "%d/%d %v", s.made, s.refused, p99.Round(time.Millisecond))
+	}
+	return b.String()
 }
 
 // earlyWindow is the start of an open loop whose made calls are counted
@@ -171,6 +214,9 @@ func (r result) String() string {
 		r.ok, r.bad, r.errs, r.rps(), r.pct(0.5).Round(time.Microsecond), r.pct(0.99).Round(time.Microsecond), r.pct(1).Round(time.Microsecond))
 	if r.refused > 0 || r.unsent > 0 {
 		s += fmt.Sprintf(", %d refused (503), %d never sent", r.refused, r.unsent)
+	}
+	if len(r.secs) > 0 {
+		s += "\n      per second due (made/refused p99): " + r.timeline()
 	}
 	return s
 }
@@ -281,6 +327,7 @@ func openLoop(client *http.Client, t target, rate int, d time.Duration, maxInFli
 			mu.Lock()
 			defer mu.Unlock()
 			total.count(o, why, err, lat)
+			total.tick(int(due.Sub(start)/time.Second), o, lat)
 			if o == made && now.Sub(start) <= window {
 				total.early++
 			}
