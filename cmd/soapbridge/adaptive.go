@@ -27,31 +27,38 @@ import (
 //   - each window, the scheduler latency's q-quantile over that window
 //     above the target: the limit drops by a fifth (multiplicative
 //     decrease), never under the floor nor under what the best recent
-//     throughput needs (Little's law: the most calls per second completed
-//     in a window lately, decaying by 2% a window, times the shortest call
-//     of the window, twice that: adaptiveHeadroom): lowering the limit below that would
-//     cut the calls made, not only their wait;
+//     throughput needs (Little's law: calls per second times the shortest
+//     call lately, three times that: adaptiveHeadroom; see needed):
+//     lowering the limit below that would cut the calls made, not only
+//     their wait; while the need is not known yet, it holds;
 //   - at or under the target, and the limit was reached in the window (a
-//     request waited or was refused): the limit grows by a twentieth
-//     (at least one), never over max_calls_in_progress;
+//     request waited or was refused): the limit goes back up to the need
+//     at once, and from there grows by a tenth (at least one), never over
+//     max_calls_in_progress;
 //   - otherwise it stays.
 //
 // The limit starts at max_calls_in_progress (what a fixed limit would
 // allow), so a bridge that has the CPU never refuses more than before.
 //
-// Off by default (overload_sched_latency 0): on a loaded 2-core machine
-// it did not make more calls from a cold start than the fixed limit
-// (docs/performance.md); it is there to be measured again on a quiet one,
-// by setting one variable on the same binary.
+// On by default (overload_sched_latency 20ms) since 2026-11-29, with
+// overload_wait 250ms: alternated with the fixed limit on the 2-core
+// machine, the calls admitted from a cold start under a flood had a lower
+// p99 in every pair, for as many calls made and the same CPU per call
+// within the noise; with the shorter wait (50ms) clients that retry at
+// once were refused far more often (docs/performance.md).
 
 const (
 	adaptiveWindow   = 100 * time.Millisecond
 	adaptiveQuantile = 0.99
 	adaptiveFloor    = 100 // the least the limit drops to (max_calls_in_progress when lower)
 	// adaptiveHeadroom multiplies what the best recent throughput needs:
-	// arrivals come in bursts, and a limit at exactly the need refuses
-	// each burst (1.2 did, on a loaded machine: docs/performance.md).
-	adaptiveHeadroom = 2.0
+	// arrivals come in bursts, and calls take longer than the shortest
+	// (they queue for the CPU): below the need of the calls as they take,
+	// a lower limit admits fewer, their rate falls, and so does the need
+	// read off it (1.2, then 2 did that on the 2-core machine:
+	// docs/performance.md).
+	adaptiveHeadroom = 3.0
+	adaptiveSettle   = 5 // windows of ended calls before the need is read
 )
 
 // adaptiveLimit holds the current limit; the tokens it keeps out of the
@@ -69,7 +76,11 @@ type adaptiveLimit struct {
 	// The window's completed calls and the shortest of them (ns; 0: none).
 	completed atomic.Int64
 	shortest  atomic.Int64
-	peakRate  float64 // calls per second, the best recent window's (decaying)
+	rate      float64       // calls per second, smoothed
+	peakRate  float64       // the best recent rate (decaying)
+	minCall   time.Duration // the shortest call of the last window in which one ended
+	need      int           // what needed last gave (0: unknown)
+	settled   int           // windows counted since the first call ended, up to adaptiveSettle
 }
 
 // finish counts a call admitted at start that has ended.
@@ -88,16 +99,50 @@ func (a *adaptiveLimit) finishAfter(d int64) {
 	}
 }
 
-// needed is the limit the best recent throughput needs with the window's
-// shortest call, times adaptiveHeadroom (0 when nothing ended in the
-// window).
+// needed is the limit the best recent throughput needs with the shortest
+// call lately, times adaptiveHeadroom; 0 while unknown. Both are read so
+// that an overloaded replica does not talk itself down (measured on the
+// 2-core machine, docs/performance.md):
+//
+//   - the rate is smoothed over some five windows (a window's own count is
+//     bursty, up to twice the rate) and its best value decays by 0.5% a
+//     window;
+//   - the shortest call is the least seen lately, rising by 0.5% a window
+//     (5% a second: a slower gateway is followed within seconds) while
+//     every call that ends is longer; a window's own shortest is the
+//     gateway's time plus what the call queued for a CPU, which is what
+//     an overloaded replica has most of;
+//   - the need is unknown until calls have ended for adaptiveSettle
+//     windows: a cold start's first windows end few calls (they are still
+//     at the gateway), and a need read off them cut its calls to a fifth.
 func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 	n, short := a.completed.Swap(0), a.shortest.Swap(0)
 	if elapsed <= 0 {
+		return a.need
+	}
+	rate := float64(n) / elapsed.Seconds()
+	if a.rate == 0 {
+		a.rate = rate
+	} else {
+		a.rate += (rate - a.rate) / 5
+	}
+	a.peakRate = max(a.rate, a.peakRate*0.995)
+	if short > 0 {
+		if a.minCall == 0 || time.Duration(short) < a.minCall {
+			a.minCall = time.Duration(short)
+		} else {
+			a.minCall = min(time.Duration(short), a.minCall+a.minCall/200)
+		}
+	}
+	if a.minCall == 0 {
 		return 0
 	}
-	a.peakRate = max(float64(n)/elapsed.Seconds(), a.peakRate*0.98)
-	return int(math.Ceil(a.peakRate * time.Duration(short).Seconds() * adaptiveHeadroom))
+	if a.settled < adaptiveSettle {
+		a.settled++
+		return 0
+	}
+	a.need = int(math.Ceil(a.peakRate * a.minCall.Seconds() * adaptiveHeadroom))
+	return a.need
 }
 
 func newAdaptiveLimit(slots chan struct{}, max int, target time.Duration) *adaptiveLimit {
@@ -112,14 +157,20 @@ func (a *adaptiveLimit) step(sched, elapsed time.Duration) int {
 	busy := a.busy.Load()
 	reached := busy != a.lastBusy
 	a.lastBusy = busy
-	floor := min(a.max, max(a.floor, a.needed(elapsed)))
+	need := a.needed(elapsed)
+	floor := min(a.max, max(a.floor, need))
 	cur := int(a.limit.Load())
 	next := cur
 	switch {
+	case sched > a.target && need == 0:
+		// Short of CPU before any call ended: what the throughput needs
+		// is unknown, so the limit holds.
 	case sched > a.target:
 		next = max(min(cur, floor), cur-max(1, cur/5))
 	case reached:
-		next = min(a.max, cur+max(1, cur/20))
+		// Under the target with calls waiting: back to what the
+		// throughput needs at once, then by a tenth a window.
+		next = min(a.max, max(floor, cur+max(1, cur/10)))
 	}
 	a.resize(cur, next)
 	return next

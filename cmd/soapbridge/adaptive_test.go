@@ -15,21 +15,34 @@ import (
 	"go.uber.org/zap"
 )
 
+// settle gives a the windows it needs before it reads a need: one call
+// of 100 ms ending in each 100 ms window (10 calls/s: a need of 3, under
+// the floor), the scheduler at rest.
+func settle(a *adaptiveLimit) {
+	for range adaptiveSettle + 1 {
+		a.finishAfter(int64(100 * time.Millisecond))
+		a.step(0, 100*time.Millisecond)
+	}
+}
+
 // The adaptive limit's steps, driven by given scheduler latencies (no
 // clock, no load): over the target it drops by a fifth down to the floor;
-// under it, it grows by a twentieth only in windows where the limit was
+// under it, it grows by a tenth only in windows where the limit was
 // reached, up to the maximum; otherwise it stays.
 func TestAdaptiveLimitSteps(t *testing.T) {
 	slots := make(chan struct{}, 1000)
 	a := newAdaptiveLimit(slots, 1000, 20*time.Millisecond)
 	assert.Equal(t, 1000, int(a.limit.Load()), "starts at max_calls_in_progress")
+	settle(a)
+	assert.Equal(t, 3, a.need)
+	assert.Equal(t, 1000, int(a.limit.Load()), "settling at rest moved nothing")
 	assert.Equal(t, 800, a.step(50*time.Millisecond, 0))
 	assert.Equal(t, 640, a.step(21*time.Millisecond, 0))
 	assert.Equal(t, 640, a.step(20*time.Millisecond, 0), "at the target, not reached: stays")
 	assert.Equal(t, 640, a.step(0, 0), "idle: stays")
 	a.busy.Add(1)
-	assert.Equal(t, 672, a.step(5*time.Millisecond, 0), "reached and under the target: grows")
-	assert.Equal(t, 672, a.step(5*time.Millisecond, 0), "not reached since: stays")
+	assert.Equal(t, 704, a.step(5*time.Millisecond, 0), "reached and under the target: grows by a tenth")
+	assert.Equal(t, 704, a.step(5*time.Millisecond, 0), "not reached since: stays")
 	for range 30 {
 		a.step(time.Second, 0)
 	}
@@ -43,13 +56,33 @@ func TestAdaptiveLimitSteps(t *testing.T) {
 	assert.Zero(t, len(slots), "every held token given back")
 
 	small := newAdaptiveLimit(make(chan struct{}, 2), 2, time.Millisecond)
+	settle(small)
 	assert.Equal(t, 2, small.step(time.Second, 0), "a maximum under the floor is never lowered")
 }
 
+// Short of CPU before calls have ended for a few windows (a cold start:
+// every call still at the gateway, the few that ended not yet a rate),
+// the limit holds: read off those windows, the need was a fraction of
+// what the throughput soon needed, and the limit fell to the floor.
+func TestAdaptiveLimitHoldsUntilTheNeedIsKnown(t *testing.T) {
+	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond)
+	for range 3 {
+		assert.Equal(t, 1000, a.step(time.Second, 100*time.Millisecond), "nothing ended yet")
+	}
+	for range adaptiveSettle {
+		a.finishAfter(int64(100 * time.Millisecond))
+		assert.Equal(t, 1000, a.step(time.Second, 100*time.Millisecond), "a call a window: not yet a rate")
+	}
+	a.finishAfter(int64(100 * time.Millisecond))
+	assert.Equal(t, 800, a.step(time.Second, 100*time.Millisecond), "known now (10/s needs 3): down by a fifth")
+}
+
 // Under pressure the limit drops no lower than what the best recent
-// throughput needs: 1000 calls in a 100 ms window (10000/s), the shortest
-// 100 ms, is 1000 in progress, twice that with the headroom; the best
-// rate decays by 2% a window once the throughput falls.
+// throughput needs: 1000 calls in each 100 ms window (10000/s), the
+// shortest 100 ms, is 1000 in progress, three times that with the
+// headroom; the best rate decays by 0.5% a window once the throughput
+// falls, and the shortest call lately rises by 0.5% a window while
+// every call is longer.
 func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
 	window := func(calls int, shortest time.Duration) {
@@ -57,24 +90,37 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 			a.finishAfter(int64(shortest) + int64(i))
 		}
 	}
+	for range adaptiveSettle {
+		window(1000, 100*time.Millisecond)
+		assert.Equal(t, 5000, a.step(time.Second, 100*time.Millisecond), "settling: holds")
+	}
 	window(1000, 100*time.Millisecond)
 	assert.Equal(t, 4000, a.step(time.Second, 100*time.Millisecond))
 	for range 10 {
 		window(1000, 100*time.Millisecond)
 		a.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, 2000, int(a.limit.Load()), "10000/s × 100 ms × 2")
-	// The throughput falls to a tenth: the floor follows the decaying best
+	assert.Equal(t, 3000, int(a.limit.Load()), "10000/s × 100 ms × 3")
+	// The throughput falls to a tenth: the need follows the decaying best
 	// rate, not at once.
 	window(100, 100*time.Millisecond)
-	assert.Equal(t, 1960, a.step(time.Second, 100*time.Millisecond), "0.98 × 10000/s × 0.1 s × 2, not a fifth less (1600)")
-	for range 200 {
+	assert.Equal(t, 2985, a.step(time.Second, 100*time.Millisecond), "0.995 × 10000/s × 0.1 s × 3, not a fifth less (2400)")
+	for range 1000 {
 		window(100, 100*time.Millisecond)
 		a.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, 200, int(a.limit.Load()), "1000/s × 100 ms × 2 once the old peak has decayed")
-	// Nothing ended in a window: the fixed floor only.
-	for range 50 {
+	assert.InDelta(t, 300, int(a.limit.Load()), 1, "1000/s × 100 ms × 3 once the old peak has decayed")
+	// Calls queue for the CPU: every one now takes 300 ms; the shortest
+	// call lately rises by 0.5% a window, not to 300 ms at once.
+	window(100, 300*time.Millisecond)
+	a.step(time.Second, 100*time.Millisecond)
+	assert.Equal(t, 100500*time.Microsecond, a.minCall)
+	window(100, 50*time.Millisecond)
+	a.step(time.Second, 100*time.Millisecond)
+	assert.Equal(t, 50*time.Millisecond, a.minCall, "a shorter call is taken at once")
+	// Windows in which nothing ended: the need decays with the best rate
+	// to the fixed floor.
+	for range 2000 {
 		a.step(time.Second, 100*time.Millisecond)
 	}
 	assert.Equal(t, adaptiveFloor, int(a.limit.Load()))
@@ -104,6 +150,7 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 			<-h.held
 		}
 	}
+	settle(o.adapt)
 	for o.adapt.limit.Load() > 100 {
 		o.adapt.step(time.Second, 0)
 	}
@@ -112,16 +159,16 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, call(), "the 101st is refused")
 	assert.Equal(t, int64(1), o.adapt.busy.Load())
 
-	// Full, and the limit raised: room for 5 more.
+	// Full, and the limit raised by a tenth: room for 10 more.
 	o.adapt.busy.Add(1)
-	assert.Equal(t, 105, o.adapt.step(0, 0))
-	hold(5)
+	assert.Equal(t, 110, o.adapt.step(0, 0))
+	hold(10)
 	assert.Equal(t, http.StatusServiceUnavailable, call())
 
 	// Full, and the limit lowered to the floor again: no token can be
-	// held now, so the next 5 that end keep theirs (debt).
+	// held now, so the next 10 that end keep theirs (debt).
 	assert.Equal(t, 100, o.adapt.step(time.Second, 0))
-	assert.Equal(t, int64(5), o.adapt.debt.Load())
+	assert.Equal(t, int64(10), o.adapt.debt.Load())
 	close(h.release)
 	wg.Wait()
 	close(codes)

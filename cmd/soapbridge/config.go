@@ -43,7 +43,7 @@ type Config struct {
 
 	MaxCallsInProgress   int           `yaml:"max_calls_in_progress" help:"most requests in progress on the public listener (/healthz aside); one more waits up to overload_wait for a slot, then gets 503 (a SOAP call: a Server fault) with Retry-After: 1 (0: no limit)"`
 	OverloadWait         time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once)"`
-	OverloadSchedLatency time.Duration `yaml:"overload_sched_latency" help:"when set, the limit on calls in progress adapts: each 100 ms that runnable goroutines waited longer than this for a CPU (p99), it drops by a fifth (not under 100, nor under twice what the best recent throughput needs), and grows back by a twentieth while reached and under it, up to max_calls_in_progress (0: the limit is max_calls_in_progress, fixed)"`
+	OverloadSchedLatency time.Duration `yaml:"overload_sched_latency" help:"the limit on calls in progress adapts: each 100 ms that runnable goroutines waited longer than this for a CPU (p99), it drops by a fifth (not under 100, nor under three times what the best recent throughput needs), and grows back while reached and under it, up to max_calls_in_progress (0: the limit is max_calls_in_progress, fixed)"`
 	OverloadCloseAbove   int           `yaml:"overload_close_above" help:"a refused request's connection is closed (Connection: close) only while more than this many client connections are open; below, the client keeps it for its retry (0: always closed)"`
 
 	AuthFailures int `yaml:"basic_auth_failures_per_minute" help:"wrong HTTP Basic credentials one caller address (behind trusted_proxies: the client they name) may send per minute, per bridge process; past them its calls for merchants with basic_user are refused without checking (0: no limit)"`
@@ -139,7 +139,8 @@ func defaultConfig() Config {
 		MaxConns:              4096,
 		MaxConnsPerIP:         256,
 		MaxCallsInProgress:    1000,
-		OverloadWait:          50 * time.Millisecond,
+		OverloadWait:          250 * time.Millisecond,
+		OverloadSchedLatency:  20 * time.Millisecond,
 		OverloadCloseAbove:    4096, // max_connections: a refusal keeps its connection unless the cap is near
 		AuthFailures:          10,
 		MaxDepth:              64,

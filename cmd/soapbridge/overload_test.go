@@ -197,12 +197,12 @@ func TestOverloadSettingsChecked(t *testing.T) {
 	cfg, err := loadConfig(nil, envOf(nil))
 	require.NoError(t, err)
 	assert.Equal(t, 1000, cfg.MaxCallsInProgress)
-	assert.Equal(t, 50*time.Millisecond, cfg.OverloadWait)
+	assert.Equal(t, 250*time.Millisecond, cfg.OverloadWait)
 	assert.Equal(t, 4096, cfg.OverloadCloseAbove, "a refusal keeps its connection up to max_connections")
-	assert.Zero(t, cfg.OverloadSchedLatency, "the limit is fixed unless set")
-	cfg, err = loadConfig([]string{"-overload-sched-latency=20ms", "-overload-close-above=2048"}, envOf(nil))
+	assert.Equal(t, 20*time.Millisecond, cfg.OverloadSchedLatency, "the limit adapts unless set to 0")
+	cfg, err = loadConfig([]string{"-overload-sched-latency=0", "-overload-close-above=2048"}, envOf(nil))
 	require.NoError(t, err)
-	assert.Equal(t, 20*time.Millisecond, cfg.OverloadSchedLatency)
+	assert.Zero(t, cfg.OverloadSchedLatency)
 	assert.Equal(t, 2048, cfg.OverloadCloseAbove)
 }
 
