@@ -220,6 +220,13 @@ func (a *adaptiveLimit) release() {
 
 // run steps the limit every adaptiveWindow from the scheduler latency
 // until ctx ends.
+//
+// A window's length is taken when its counts are read, not from the
+// ticker's value: that is the time the tick was due, and on a replica
+// short of CPU (the case this is for) this goroutine runs some scheduler
+// latency after it, so the calls counted (up to the read) and the
+// elapsed time (between ticks) would cover different spans, and the
+// best rate would take every window that ran late as a burst.
 func (a *adaptiveLimit) run(ctx context.Context) {
 	s := &schedLatency{}
 	s.read() // the baseline: what happened before
@@ -230,7 +237,8 @@ func (a *adaptiveLimit) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := time.Now()
 			a.step(s.read(), now.Sub(last))
 			last = now
 		}
