@@ -126,6 +126,24 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 	assert.Equal(t, adaptiveFloor, int(a.limit.Load()))
 }
 
+// The shortest call lately rises by at least a nanosecond a window: from
+// under 200 ns a two-hundredth of it is 0, and it would stay there for
+// good, the need with it.
+func TestAdaptiveLimitShortestCallRisesFromNanoseconds(t *testing.T) {
+	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond)
+	a.finishAfter(1)
+	a.step(0, 100*time.Millisecond)
+	assert.Equal(t, time.Nanosecond, a.minCall)
+	a.finishAfter(int64(time.Microsecond))
+	a.step(0, 100*time.Millisecond)
+	assert.Equal(t, 2*time.Nanosecond, a.minCall)
+	for range 2000 {
+		a.finishAfter(int64(time.Microsecond))
+		a.step(0, 100*time.Millisecond)
+	}
+	assert.Equal(t, time.Microsecond, a.minCall, "up to the calls' own length")
+}
+
 // A lowered limit is what admission enforces: with 10 of a maximum of 200
 // in progress and the limit lowered to 100 (held tokens), the 101st call
 // is refused; lowered while the channel is full, the limit takes its
