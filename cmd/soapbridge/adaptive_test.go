@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // settle gives a the windows it needs before it reads a need: one call
@@ -174,7 +175,8 @@ func TestAdaptiveLimitShortestCallRisesFromNanoseconds(t *testing.T) {
 // Requests are held by the handler: the order is set, not timed.
 func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	h := newHeldHandler()
-	o := newOverloadLimiter(200, 0, soapPath, zap.NewNop(), h)
+	core, logs := observer.New(zap.WarnLevel)
+	o := newOverloadLimiter(200, 0, soapPath, zap.New(core), h)
 	o.adapt = newAdaptiveLimit(o.slots, 200, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	call := func() int {
@@ -199,6 +201,12 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	hold(100)
 	assert.Equal(t, http.StatusServiceUnavailable, call(), "the 101st is refused")
 	assert.Equal(t, int64(1), o.adapt.busy.Load())
+	if warned := logs.FilterMessageSnippet("overloaded: refusing calls with 503").All(); assert.Len(t, warned, 1) {
+		f := warned[0].ContextMap()
+		assert.Equal(t, int64(200), f["max_calls_in_progress"])
+		assert.Equal(t, int64(100), f["limit"], "the warning says the limit in force")
+		assert.Equal(t, int64(100), f["in_progress"])
+	}
 
 	// Full, and the limit raised by a tenth: room for 10 more.
 	o.adapt.busy.Add(1)

@@ -220,7 +220,8 @@ func (o *overloadLimiter) closeOnRefusal() bool {
 }
 
 // warn logs a refusal at most once per overloadLogEvery, with the count
-// since the last line.
+// since the last line and the limit in force (max_calls_in_progress, or
+// lower while the adaptive limit has lowered it).
 func (o *overloadLimiter) warn(route int, n int64) {
 	now := time.Now().UnixNano()
 	last := o.loggedAt.Load()
@@ -229,8 +230,8 @@ func (o *overloadLimiter) warn(route int, n int64) {
 	}
 	total := o.totalRefused()
 	since := total - o.loggedN.Swap(total)
-	o.log.Warn("overloaded: refusing calls with 503 (max_calls_in_progress reached for overload_wait)",
-		zap.Int("max_calls_in_progress", o.max), zap.Int64("in_progress", o.inProgress.Load()),
+	o.log.Warn("overloaded: refusing calls with 503 (the limit on calls in progress reached for overload_wait)",
+		zap.Int("max_calls_in_progress", o.max), zap.Int("limit", o.stats().Max), zap.Int64("in_progress", o.inProgress.Load()),
 		zap.Int64("refused_since_last_line", since), zap.Int64("refused_so_far", total),
 		zap.String("route", metrics.OverloadRoutes[route]), zap.Int64("route_refused_so_far", n))
 }
