@@ -72,13 +72,13 @@ type adaptiveLimit struct {
 	held, debt atomic.Int64
 	slots      chan struct{}
 	busy       atomic.Int64 // requests that found the limit reached (waited or refused)
-	lastBusy   int64
+	lastBusy   int64        // step's only, as rate to settled below (one goroutine)
 	// The window's completed calls and the shortest of them (ns; 0: none).
 	completed atomic.Int64
 	shortest  atomic.Int64
 	rate      float64       // calls per second, smoothed
 	peakRate  float64       // the best recent rate (decaying)
-	minCall   time.Duration // the shortest call of the last window in which one ended
+	minCall   time.Duration // the shortest call lately (rising 0.5% a window while every call is longer)
 	need      int           // what needed last gave (0: unknown)
 	settled   int           // windows counted since the first call ended, up to adaptiveSettle
 }
@@ -131,7 +131,9 @@ func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 		if a.minCall == 0 || time.Duration(short) < a.minCall {
 			a.minCall = time.Duration(short)
 		} else {
-			a.minCall = min(time.Duration(short), a.minCall+a.minCall/200)
+			// At least a nanosecond: under 200 ns a two-hundredth is
+			// 0, and the shortest call lately would never rise again.
+			a.minCall = min(time.Duration(short), a.minCall+max(1, a.minCall/200))
 		}
 	}
 	if a.minCall == 0 {
@@ -220,6 +222,13 @@ func (a *adaptiveLimit) release() {
 
 // run steps the limit every adaptiveWindow from the scheduler latency
 // until ctx ends.
+//
+// A window's length is taken when its counts are read, not from the
+// ticker's value: that is the time the tick was due, and on a replica
+// short of CPU (the case this is for) this goroutine runs some scheduler
+// latency after it, so the calls counted (up to the read) and the
+// elapsed time (between ticks) would cover different spans, and the
+// best rate would take every window that ran late as a burst.
 func (a *adaptiveLimit) run(ctx context.Context) {
 	s := &schedLatency{}
 	s.read() // the baseline: what happened before
@@ -230,7 +239,8 @@ func (a *adaptiveLimit) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := time.Now()
 			a.step(s.read(), now.Sub(last))
 			last = now
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // settle gives a the windows it needs before it reads a need: one call
@@ -126,14 +127,56 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 	assert.Equal(t, adaptiveFloor, int(a.limit.Load()))
 }
 
-// A lowered limit is what admission enforces: with 10 of a maximum of 200
+// Under the target with calls waiting, a limit under what the throughput
+// needs goes back to it at once, then grows by a tenth a window; over the
+// target it is not raised to the need, only kept from falling under it.
+func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
+	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
+	settle(a) // 10 calls/s: a need of 3
+	for a.limit.Load() > adaptiveFloor {
+		a.step(time.Second, 0)
+	}
+	// The throughput rises to 10000/s of 100 ms calls: a need of 3000,
+	// once the smoothed rate has caught up.
+	for range 50 {
+		for i := range 1000 {
+			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+		}
+		assert.Equal(t, adaptiveFloor, a.step(time.Second, 100*time.Millisecond), "over the target: held, not raised")
+	}
+	a.busy.Add(1)
+	assert.Equal(t, 3000, a.step(5*time.Millisecond, 0), "reached and under the target: back to the need at once, not a tenth more (110)")
+	a.busy.Add(1)
+	assert.Equal(t, 3300, a.step(5*time.Millisecond, 0), "then by a tenth")
+}
+
+// The shortest call lately rises by at least a nanosecond a window: from
+// under 200 ns a two-hundredth of it is 0, and it would stay there for
+// good, the need with it.
+func TestAdaptiveLimitShortestCallRisesFromNanoseconds(t *testing.T) {
+	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond)
+	a.finishAfter(1)
+	a.step(0, 100*time.Millisecond)
+	assert.Equal(t, time.Nanosecond, a.minCall)
+	a.finishAfter(int64(time.Microsecond))
+	a.step(0, 100*time.Millisecond)
+	assert.Equal(t, 2*time.Nanosecond, a.minCall)
+	for range 2000 {
+		a.finishAfter(int64(time.Microsecond))
+		a.step(0, 100*time.Millisecond)
+	}
+	assert.Equal(t, time.Microsecond, a.minCall, "up to the calls' own length")
+}
+
+// A lowered limit is what admission enforces: with 100 of a maximum of 200
 // in progress and the limit lowered to 100 (held tokens), the 101st call
 // is refused; lowered while the channel is full, the limit takes its
 // tokens from the calls that end (debt), and admits again only below it.
 // Requests are held by the handler: the order is set, not timed.
 func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	h := newHeldHandler()
-	o := newOverloadLimiter(200, 0, soapPath, zap.NewNop(), h)
+	core, logs := observer.New(zap.WarnLevel)
+	o := newOverloadLimiter(200, 0, soapPath, zap.New(core), h)
 	o.adapt = newAdaptiveLimit(o.slots, 200, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	call := func() int {
@@ -158,6 +201,12 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	hold(100)
 	assert.Equal(t, http.StatusServiceUnavailable, call(), "the 101st is refused")
 	assert.Equal(t, int64(1), o.adapt.busy.Load())
+	if warned := logs.FilterMessageSnippet("overloaded: refusing calls with 503").All(); assert.Len(t, warned, 1) {
+		f := warned[0].ContextMap()
+		assert.Equal(t, int64(200), f["max_calls_in_progress"])
+		assert.Equal(t, int64(100), f["limit"], "the warning says the limit in force")
+		assert.Equal(t, int64(100), f["in_progress"])
+	}
 
 	// Full, and the limit raised by a tenth: room for 10 more.
 	o.adapt.busy.Add(1)

@@ -22,13 +22,14 @@ import (
 // cheaply, instead of letting every call wait in a growing queue (and
 // every waiting call cost CPU, memory and a connection) until none
 // answers in time. The limit is on requests in progress on the public
-// listener: one that finds max_calls_in_progress under way waits at most
-// overload_wait for a slot, then gets 503 (a SOAP call: a SOAP 1.1 Server
-// fault) with Retry-After: 1, and Connection: close while more client
-// connections than overload_close_above (4096, as max_connections) are
-// open. /healthz is never
-// refused (a balancer must not take a busy replica for a dead one), nor is
-// the admin listener (a separate server).
+// listener: max_calls_in_progress, lower while the replica is short of
+// CPU (the adaptive limit, overload_sched_latency, on by default:
+// adaptive.go). One that finds the limit reached waits at most
+// overload_wait (250 ms) for a slot, then gets 503 (a SOAP call: a SOAP
+// 1.1 Server fault) with Retry-After: 1, and Connection: close while more
+// client connections than overload_close_above (4096, as max_connections)
+// are open. /healthz is never refused (a balancer must not take a busy
+// replica for a dead one), nor is the admin listener (a separate server).
 
 // overloadLimiter is the admission limit, an http.Handler around the
 // public router.
@@ -220,7 +221,8 @@ func (o *overloadLimiter) closeOnRefusal() bool {
 }
 
 // warn logs a refusal at most once per overloadLogEvery, with the count
-// since the last line.
+// since the last line and the limit in force (max_calls_in_progress, or
+// lower while the adaptive limit has lowered it).
 func (o *overloadLimiter) warn(route int, n int64) {
 	now := time.Now().UnixNano()
 	last := o.loggedAt.Load()
@@ -229,8 +231,8 @@ func (o *overloadLimiter) warn(route int, n int64) {
 	}
 	total := o.totalRefused()
 	since := total - o.loggedN.Swap(total)
-	o.log.Warn("overloaded: refusing calls with 503 (max_calls_in_progress reached for overload_wait)",
-		zap.Int("max_calls_in_progress", o.max), zap.Int64("in_progress", o.inProgress.Load()),
+	o.log.Warn("overloaded: refusing calls with 503 (the limit on calls in progress reached for overload_wait)",
+		zap.Int("max_calls_in_progress", o.max), zap.Int("limit", o.stats().Max), zap.Int64("in_progress", o.inProgress.Load()),
 		zap.Int64("refused_since_last_line", since), zap.Int64("refused_so_far", total),
 		zap.String("route", metrics.OverloadRoutes[route]), zap.Int64("route_refused_so_far", n))
 }
