@@ -59,6 +59,8 @@ const (
 	// docs/performance.md).
 	adaptiveHeadroom = 3.0
 	adaptiveSettle   = 5 // windows of ended calls before the need is read
+	// adaptiveQuick: calls answered sooner are not counted in the need.
+	adaptiveQuick = time.Millisecond
 )
 
 // adaptiveLimit holds the current limit; the tokens it keeps out of the
@@ -90,6 +92,15 @@ func (a *adaptiveLimit) finish(start time.Time) {
 }
 
 func (a *adaptiveLimit) finishAfter(d int64) {
+	// A call answered within adaptiveQuick did not wait for the gateway
+	// (a WSDL, a touch, a request turned away by the rate limit or a bad
+	// signature) and held its slot for next to nothing: counted, a flood
+	// of them (forged calls are cheap to send) would read as a need of
+	// nothing, and a replica short of CPU would drop its limit to the
+	// floor under the merchants' real calls.
+	if d < int64(adaptiveQuick) {
+		return
+	}
 	a.completed.Add(1)
 	for {
 		s := a.shortest.Load()

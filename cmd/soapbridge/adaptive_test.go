@@ -150,22 +150,32 @@ func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
 	assert.Equal(t, 3300, a.step(5*time.Millisecond, 0), "then by a tenth")
 }
 
-// The shortest call lately rises by at least a nanosecond a window: from
-// under 200 ns a two-hundredth of it is 0, and it would stay there for
-// good, the need with it.
-func TestAdaptiveLimitShortestCallRisesFromNanoseconds(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond)
-	a.finishAfter(1)
-	a.step(0, 100*time.Millisecond)
-	assert.Equal(t, time.Nanosecond, a.minCall)
-	a.finishAfter(int64(time.Microsecond))
-	a.step(0, 100*time.Millisecond)
-	assert.Equal(t, 2*time.Nanosecond, a.minCall)
-	for range 2000 {
-		a.finishAfter(int64(time.Microsecond))
+// Calls answered within adaptiveQuick (a WSDL, a touch, a request the
+// rate limit or a bad signature turned away) count neither in the rate
+// nor as the shortest call: a flood of forged calls must not read as a
+// need of nothing and drop a busy replica's limit to the floor.
+func TestAdaptiveLimitIgnoresQuickCalls(t *testing.T) {
+	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
+	for range 50 {
+		for i := range 1000 {
+			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+		}
 		a.step(0, 100*time.Millisecond)
 	}
-	assert.Equal(t, time.Microsecond, a.minCall, "up to the calls' own length")
+	need := a.need
+	assert.InDelta(t, 3000, need, 1, "10000/s of 100 ms calls")
+	for range 50 {
+		for range 10000 {
+			a.finishAfter(int64(2 * time.Microsecond))
+		}
+		for i := range 1000 {
+			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+		}
+		a.step(time.Second, 100*time.Millisecond)
+	}
+	assert.Equal(t, 100*time.Millisecond, a.minCall, "the quick calls are not the shortest call")
+	assert.InDelta(t, need, a.need, 1, "nor in the rate")
+	assert.InDelta(t, 3000, int(a.limit.Load()), 1, "short of CPU, the limit keeps what the real calls need")
 }
 
 // A lowered limit is what admission enforces: with 100 of a maximum of 200

@@ -74,9 +74,10 @@ func heldStackPerCall(t *testing.T) int64 {
 	e := newMoneyEnv(t, "10s", "20s", withEnv(
 		"GODEBUG=adaptivestackstart=0", // every goroutine starts at 2 KiB: sizes independent of the process's past
 		"SOAPBRIDGE_LOG_LEVEL=info",    // as in production: debug lines have deeper paths
-		// The limit on calls in progress fixed: the 200 calls are held on
-		// purpose, and a busy test machine must not lower it under them.
-		"SOAPBRIDGE_OVERLOAD_SCHED_LATENCY=0",
+		// The adaptive limit's code path as by default, with a target it
+		// never reaches: the 200 calls are held on purpose, and a busy
+		// test machine must not lower the limit under them.
+		"SOAPBRIDGE_OVERLOAD_SCHED_LATENCY=10s",
 	))
 	id := operations.FormatInt(e.payment("plain"))
 	require.Eventually(t, func() bool { return strings.Contains(e.b.log.String(), `"path":"/callback/notify","status":200`) },
