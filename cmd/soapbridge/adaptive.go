@@ -6,6 +6,8 @@ import (
 	"runtime/metrics"
 	"sync/atomic"
 	"time"
+
+	"github.com/legacybridge/soapbridge/restbackend"
 )
 
 // The adaptive part of the admission limit (overload_sched_latency).
@@ -27,8 +29,9 @@ import (
 //   - each window, the scheduler latency's q-quantile over that window
 //     above the target: the limit drops by a fifth (multiplicative
 //     decrease), never under the floor nor under what the best recent
-//     throughput needs (Little's law: calls per second times the shortest
-//     call lately, three times that: adaptiveHeadroom; see needed):
+//     throughput needs (Little's law: gateway replies per second times
+//     the shortest exchange lately, three times that: adaptiveHeadroom;
+//     see needed and gatewayPace):
 //     lowering the limit below that would cut the calls made, not only
 //     their wait; while the need is not known yet, it holds;
 //   - at or under the target, and the limit was reached in the window (a
@@ -58,9 +61,7 @@ const (
 	// read off it (1.2, then 2 did that on the 2-core machine:
 	// docs/performance.md).
 	adaptiveHeadroom = 3.0
-	adaptiveSettle   = 5 // windows of ended calls before the need is read
-	// adaptiveQuick: calls answered sooner are not counted in the need.
-	adaptiveQuick = time.Millisecond
+	adaptiveSettle   = 5 // windows of gateway replies before the need is read
 )
 
 // adaptiveLimit holds the current limit; the tokens it keeps out of the
@@ -73,61 +74,76 @@ type adaptiveLimit struct {
 	limit      atomic.Int64
 	held, debt atomic.Int64
 	slots      chan struct{}
-	busy       atomic.Int64 // requests that found the limit reached (waited or refused)
-	lastBusy   int64        // step's only, as rate to settled below (one goroutine)
-	// The window's completed calls and the shortest of them (ns; 0: none).
+	busy       atomic.Int64  // requests that found the limit reached (waited or refused)
+	lastBusy   int64         // step's only, as rate to settled below (one goroutine)
+	pace       *gatewayPace  // the gateway's replies, counted on the request goroutines
+	rate       float64       // gateway replies per second, smoothed
+	peakRate   float64       // the best recent rate (decaying)
+	minCall    time.Duration // the shortest exchange lately (rising 0.5% a window while every one is longer)
+	need       int           // what needed last gave (0: unknown)
+	settled    int           // windows counted since the first call ended, up to adaptiveSettle
+}
+
+// gatewayPace counts the gateway's replies for the adaptive limit: how
+// many came in each window and the shortest exchange. What the limit needs
+// is the slots calls hold while they wait for the gateway, so only
+// exchanges with the gateway count: a call reaches it only once its access
+// rules and signature are verified, so nothing a stranger sends (a flood
+// of forged calls turned away in microseconds) moves the need. Counted
+// before on every request's own time, such a flood read as a need of
+// nothing and dropped a busy replica's limit to the floor under its
+// merchants' real calls. A restbackend.Observer: told on the request's
+// goroutine, so atomics only.
+type gatewayPace struct {
 	completed atomic.Int64
-	shortest  atomic.Int64
-	rate      float64       // calls per second, smoothed
-	peakRate  float64       // the best recent rate (decaying)
-	minCall   time.Duration // the shortest call lately (rising 0.5% a window while every call is longer)
-	need      int           // what needed last gave (0: unknown)
-	settled   int           // windows counted since the first call ended, up to adaptiveSettle
+	shortest  atomic.Int64 // ns; 0: none in the window
 }
 
-// finish counts a call admitted at start that has ended.
-func (a *adaptiveLimit) finish(start time.Time) {
-	d := int64(time.Since(start))
-	a.finishAfter(max(d, 1))
-}
-
-func (a *adaptiveLimit) finishAfter(d int64) {
-	// A call answered within adaptiveQuick did not wait for the gateway
-	// (a WSDL, a touch, a request turned away by the rate limit or a bad
-	// signature) and held its slot for next to nothing: counted, a flood
-	// of them (forged calls are cheap to send) would read as a need of
-	// nothing, and a replica short of CPU would drop its limit to the
-	// floor under the merchants' real calls.
-	if d < int64(adaptiveQuick) {
-		return
+// ObserveGateway counts an exchange that got a reply (status 0: none came,
+// a timeout or a reset, which says nothing of the gateway's time).
+func (g *gatewayPace) ObserveGateway(_ string, status int, d time.Duration) {
+	if status > 0 {
+		g.add(max(int64(d), 1))
 	}
-	a.completed.Add(1)
+}
+
+func (g *gatewayPace) add(d int64) {
+	g.completed.Add(1)
 	for {
-		s := a.shortest.Load()
-		if s != 0 && s <= d || a.shortest.CompareAndSwap(s, d) {
+		s := g.shortest.Load()
+		if s != 0 && s <= d || g.shortest.CompareAndSwap(s, d) {
 			return
 		}
 	}
 }
 
+// gatewayObservers tells each of its observers of an exchange.
+type gatewayObservers []restbackend.Observer
+
+func (g gatewayObservers) ObserveGateway(endpoint string, status int, d time.Duration) {
+	for _, o := range g {
+		o.ObserveGateway(endpoint, status, d)
+	}
+}
+
 // needed is the limit the best recent throughput needs with the shortest
-// call lately, times adaptiveHeadroom; 0 while unknown. Both are read so
+// gateway exchange lately, times adaptiveHeadroom; 0 while unknown. Both are read so
 // that an overloaded replica does not talk itself down (measured on the
 // 2-core machine, docs/performance.md):
 //
 //   - the rate is smoothed over some five windows (a window's own count is
 //     bursty, up to twice the rate) and its best value decays by 0.5% a
 //     window;
-//   - the shortest call is the least seen lately, rising by 0.5% a window
-//     (5% a second: a slower gateway is followed within seconds) while
-//     every call that ends is longer; a window's own shortest is the
-//     gateway's time plus what the call queued for a CPU, which is what
-//     an overloaded replica has most of;
-//   - the need is unknown until calls have ended for adaptiveSettle
-//     windows: a cold start's first windows end few calls (they are still
+//   - the shortest exchange is the least seen lately, rising by 0.5% a
+//     window (5% a second: a slower gateway is followed within seconds)
+//     while every one is longer; a window's own shortest is the gateway's
+//     time plus what the exchange queued for a CPU, which is what an
+//     overloaded replica has most of;
+//   - the need is unknown until replies have come for adaptiveSettle
+//     windows: a cold start's first windows see few (the calls are still
 //     at the gateway), and a need read off them cut its calls to a fifth.
 func (a *adaptiveLimit) needed(elapsed time.Duration) int {
-	n, short := a.completed.Swap(0), a.shortest.Swap(0)
+	n, short := a.pace.completed.Swap(0), a.pace.shortest.Swap(0)
 	if elapsed <= 0 {
 		return a.need
 	}
@@ -143,7 +159,7 @@ func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 			a.minCall = time.Duration(short)
 		} else {
 			// At least a nanosecond: under 200 ns a two-hundredth is
-			// 0, and the shortest call lately would never rise again.
+			// 0, and the shortest lately would never rise again.
 			a.minCall = min(time.Duration(short), a.minCall+max(1, a.minCall/200))
 		}
 	}
@@ -158,8 +174,13 @@ func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 	return a.need
 }
 
-func newAdaptiveLimit(slots chan struct{}, max int, target time.Duration) *adaptiveLimit {
-	a := &adaptiveLimit{max: max, floor: min(max, adaptiveFloor), target: target, slots: slots}
+// newAdaptiveLimit adapts the limit of slots (capacity max) from the
+// gateway's replies that pace counts (a new one when nil).
+func newAdaptiveLimit(slots chan struct{}, max int, target time.Duration, pace *gatewayPace) *adaptiveLimit {
+	if pace == nil {
+		pace = &gatewayPace{}
+	}
+	a := &adaptiveLimit{max: max, floor: min(max, adaptiveFloor), target: target, slots: slots, pace: pace}
 	a.limit.Store(int64(max))
 	return a
 }

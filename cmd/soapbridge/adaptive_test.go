@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/legacybridge/soapbridge/restbackend"
 )
 
 // settle gives a the windows it needs before it reads a need: one call
@@ -21,7 +23,7 @@ import (
 // the floor), the scheduler at rest.
 func settle(a *adaptiveLimit) {
 	for range adaptiveSettle + 1 {
-		a.finishAfter(int64(100 * time.Millisecond))
+		a.pace.add(int64(100 * time.Millisecond))
 		a.step(0, 100*time.Millisecond)
 	}
 }
@@ -32,7 +34,7 @@ func settle(a *adaptiveLimit) {
 // reached, up to the maximum; otherwise it stays.
 func TestAdaptiveLimitSteps(t *testing.T) {
 	slots := make(chan struct{}, 1000)
-	a := newAdaptiveLimit(slots, 1000, 20*time.Millisecond)
+	a := newAdaptiveLimit(slots, 1000, 20*time.Millisecond, nil)
 	assert.Equal(t, 1000, int(a.limit.Load()), "starts at max_calls_in_progress")
 	settle(a)
 	assert.Equal(t, 3, a.need)
@@ -56,25 +58,25 @@ func TestAdaptiveLimitSteps(t *testing.T) {
 	assert.Zero(t, a.held.Load())
 	assert.Zero(t, len(slots), "every held token given back")
 
-	small := newAdaptiveLimit(make(chan struct{}, 2), 2, time.Millisecond)
+	small := newAdaptiveLimit(make(chan struct{}, 2), 2, time.Millisecond, nil)
 	settle(small)
 	assert.Equal(t, 2, small.step(time.Second, 0), "a maximum under the floor is never lowered")
 }
 
-// Short of CPU before calls have ended for a few windows (a cold start:
+// Short of CPU before the gateway has replied for a few windows (a cold start:
 // every call still at the gateway, the few that ended not yet a rate),
 // the limit holds: read off those windows, the need was a fraction of
 // what the throughput soon needed, and the limit fell to the floor.
 func TestAdaptiveLimitHoldsUntilTheNeedIsKnown(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond)
+	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond, nil)
 	for range 3 {
 		assert.Equal(t, 1000, a.step(time.Second, 100*time.Millisecond), "nothing ended yet")
 	}
 	for range adaptiveSettle {
-		a.finishAfter(int64(100 * time.Millisecond))
+		a.pace.add(int64(100 * time.Millisecond))
 		assert.Equal(t, 1000, a.step(time.Second, 100*time.Millisecond), "a call a window: not yet a rate")
 	}
-	a.finishAfter(int64(100 * time.Millisecond))
+	a.pace.add(int64(100 * time.Millisecond))
 	assert.Equal(t, 800, a.step(time.Second, 100*time.Millisecond), "known now (10/s needs 3): down by a fifth")
 }
 
@@ -85,10 +87,10 @@ func TestAdaptiveLimitHoldsUntilTheNeedIsKnown(t *testing.T) {
 // falls, and the shortest call lately rises by 0.5% a window while
 // every call is longer.
 func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
+	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond, nil)
 	window := func(calls int, shortest time.Duration) {
 		for i := range calls {
-			a.finishAfter(int64(shortest) + int64(i))
+			a.pace.add(int64(shortest) + int64(i))
 		}
 	}
 	for range adaptiveSettle {
@@ -131,7 +133,7 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 // needs goes back to it at once, then grows by a tenth a window; over the
 // target it is not raised to the need, only kept from falling under it.
 func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
+	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond, nil)
 	settle(a) // 10 calls/s: a need of 3
 	for a.limit.Load() > adaptiveFloor {
 		a.step(time.Second, 0)
@@ -140,7 +142,7 @@ func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
 	// once the smoothed rate has caught up.
 	for range 50 {
 		for i := range 1000 {
-			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+			a.pace.add(int64(100*time.Millisecond) + int64(i))
 		}
 		assert.Equal(t, adaptiveFloor, a.step(time.Second, 100*time.Millisecond), "over the target: held, not raised")
 	}
@@ -150,32 +152,51 @@ func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
 	assert.Equal(t, 3300, a.step(5*time.Millisecond, 0), "then by a tenth")
 }
 
-// Calls answered within adaptiveQuick (a WSDL, a touch, a request the
-// rate limit or a bad signature turned away) count neither in the rate
-// nor as the shortest call: a flood of forged calls must not read as a
-// need of nothing and drop a busy replica's limit to the floor.
-func TestAdaptiveLimitIgnoresQuickCalls(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond)
+// Only the gateway's replies pace the limit: requests the bridge answers
+// without the gateway (a flood of forged calls turned away in
+// microseconds, a WSDL) count in neither the rate nor the shortest
+// exchange, however many; an exchange that got no reply (status 0: a
+// timeout, a reset) says nothing of the gateway's time. Counted on each
+// request's own time, such a flood read as a need of nothing, and a busy
+// replica dropped its limit to the floor under the merchants' real calls.
+func TestAdaptiveLimitCountsOnlyGatewayReplies(t *testing.T) {
+	pace := &gatewayPace{}
+	o := newOverloadLimiter(5000, 0, soapPath, zap.NewNop(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden) // turned away before the gateway
+	}))
+	o.adapt = newAdaptiveLimit(o.slots, 5000, 20*time.Millisecond, pace)
+	for range 1000 {
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
+		require.Equal(t, http.StatusForbidden, rec.Code)
+	}
+	pace.ObserveGateway("payment status", 0, time.Microsecond)
+	assert.Zero(t, pace.completed.Load(), "no gateway reply, nothing counted")
+	assert.Zero(t, pace.shortest.Load())
+
+	var obs restbackend.Observer = gatewayObservers{pace}
 	for range 50 {
 		for i := range 1000 {
-			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+			obs.ObserveGateway("payment status", 200, 100*time.Millisecond+time.Duration(i))
 		}
-		a.step(0, 100*time.Millisecond)
+		obs.ObserveGateway("payment status", 401, 150*time.Millisecond) // a reply all the same
+		o.adapt.step(0, 100*time.Millisecond)
 	}
-	need := a.need
-	assert.InDelta(t, 3000, need, 1, "10000/s of 100 ms calls")
+	assert.Equal(t, 100*time.Millisecond, o.adapt.minCall)
+	assert.InDelta(t, 3003, o.adapt.need, 1, "10010 replies/s of 100 ms, three times")
 	for range 50 {
 		for range 10000 {
-			a.finishAfter(int64(2 * time.Microsecond))
+			rec := httptest.NewRecorder()
+			o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
 		}
-		for i := range 1000 {
-			a.finishAfter(int64(100*time.Millisecond) + int64(i))
+		for i := range 1001 {
+			obs.ObserveGateway("payment status", 200, 100*time.Millisecond+time.Duration(i))
 		}
-		a.step(time.Second, 100*time.Millisecond)
+		o.adapt.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, 100*time.Millisecond, a.minCall, "the quick calls are not the shortest call")
-	assert.InDelta(t, need, a.need, 1, "nor in the rate")
-	assert.InDelta(t, 3000, int(a.limit.Load()), 1, "short of CPU, the limit keeps what the real calls need")
+	assert.Equal(t, 100*time.Millisecond, o.adapt.minCall, "the flood is not the shortest exchange")
+	assert.InDelta(t, 3003, o.adapt.need, 1, "nor in the rate")
+	assert.InDelta(t, 3003, int(o.adapt.limit.Load()), 1, "short of CPU, the limit keeps what the real calls need")
 }
 
 // A lowered limit is what admission enforces: with 100 of a maximum of 200
@@ -187,7 +208,7 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	h := newHeldHandler()
 	core, logs := observer.New(zap.WarnLevel)
 	o := newOverloadLimiter(200, 0, soapPath, zap.New(core), h)
-	o.adapt = newAdaptiveLimit(o.slots, 200, 20*time.Millisecond)
+	o.adapt = newAdaptiveLimit(o.slots, 200, 20*time.Millisecond, nil)
 	var wg sync.WaitGroup
 	call := func() int {
 		rec := httptest.NewRecorder()

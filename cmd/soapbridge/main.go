@@ -221,13 +221,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		publicURL = "http://" + dialAddr(ln.Addr())
 	}
 	goids := goidsOf(cfg.Merchants)
+	// The gateway's replies pace the adaptive limit on calls in progress
+	// (limitCalls, below) as well as the metrics.
+	pace := &gatewayPace{}
 	gw := restbackend.New(restbackend.Config{
 		BaseURL:      gatewayURL,
 		Logger:       log.Named("gateway"),
 		UserAgent:    "soapbridge",
 		MaxIdleConns: cfg.RESTMaxIdleConns,
 		Timeout:      cfg.RESTTimeout,
-		Observer:     met,
+		Observer:     gatewayObservers{met, pace},
 		Tracer:       tr,
 	})
 	// The core's settings come from cfg.core() (config.go); the rest is wiring.
@@ -370,7 +373,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		closers = append(closers, startAdmin(cfg, adminLn, snaps.merchants, met, st, gatewayURL, ready, pages, log.Named("admin")))
 	}
 
-	srv := newHTTPServer(cfg, limitCalls(ctx, cfg, conns, met, log, closeWhenDraining(e, ready.isDraining)), log)
+	srv := newHTTPServer(cfg, limitCalls(ctx, cfg, conns, pace, met, log, closeWhenDraining(e, ready.isDraining)), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ready.serving()

@@ -83,12 +83,13 @@ const overloadLogEvery = 10 * time.Second
 // limitCalls wraps next (the public router) in the admission limit of
 // cfg, and registers its metrics with met (when not nil).
 // conns counts the listener's open connections (nil when uncapped). The
-// adaptive limit (overload_sched_latency) adjusts until ctx ends.
-func limitCalls(ctx context.Context, cfg Config, conns func() metrics.ConnStats, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
+// adaptive limit (overload_sched_latency) adjusts until ctx ends, from the
+// gateway's replies that pace counts (the REST client's observer).
+func limitCalls(ctx context.Context, cfg Config, conns func() metrics.ConnStats, pace *gatewayPace, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
 	o := newOverloadLimiter(cfg.MaxCallsInProgress, cfg.OverloadWait, cfg.SOAPPath, log.Named("http"), next)
 	o.closeAbove, o.openConns = cfg.OverloadCloseAbove, conns
 	if o.slots != nil && cfg.OverloadSchedLatency > 0 {
-		o.adapt = newAdaptiveLimit(o.slots, o.max, cfg.OverloadSchedLatency)
+		o.adapt = newAdaptiveLimit(o.slots, o.max, cfg.OverloadSchedLatency, pace)
 		go o.adapt.run(ctx)
 		log.Named("http").Info(fmt.Sprintf("the limit on calls in progress adapts between %d and %d: lower while runnable goroutines wait over %v for a CPU (p99, overload_sched_latency)",
 			o.adapt.floor, o.max, cfg.OverloadSchedLatency))
@@ -128,9 +129,6 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	o.inProgress.Add(1)
 	defer o.done()
-	if o.adapt != nil {
-		defer o.adapt.finish(time.Now())
-	}
 	o.next.ServeHTTP(w, r)
 }
 
