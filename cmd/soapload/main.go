@@ -88,7 +88,9 @@ func runOne(args []string, out io.Writer) error {
 	if *workers < 1 || *workers > 2000 || *dur <= 0 || *dur > 5*time.Minute {
 		return errors.New("-c must be 1..2000 and -d within (0, 5m]")
 	}
-	client := newClient(*workers, 0, 30*time.Second, nil)
+	// As many connections as clients, never more (TestClientsAreConnections):
+	// a bridge caps the connections of one address.
+	client := newClient(*workers, *workers, 30*time.Second, nil)
 	health := target{method: http.MethodGet, url: u.Scheme + "://" + u.Host + "/healthz"}
 	base := closedLoop(client, health, *workers, *dur)
 	soap := closedLoop(client, soapTarget(*endpoint, body, *want), *workers, *dur)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -151,4 +153,34 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// -c clients are -c connections, as that many real shops would open: a
+// client whose request waited for a dial while another's connection came
+// free takes that one, and the dial it started used to open one more. A
+// bridge caps connections per address (max_connections_per_ip, 256), so
+// 200 clients on a loaded machine were refused a connection now and then,
+// and the documented load command failed.
+func TestClientsAreConnections(t *testing.T) {
+	var open, peak atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "<touchReturn>OK</touchReturn>")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			n := open.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	body := filepath.Join(t.TempDir(), "touch.xml")
+	require.NoError(t, os.WriteFile(body, []byte("<x/>"), 0o600))
+	const clients = 150
+	require.NoError(t, run([]string{"-url", srv.URL + "/soap", "-body", body, "-want", "touchReturn", "-c", fmt.Sprint(clients), "-d", "1s"}, io.Discard))
+	assert.LessOrEqual(t, peak.Load(), int64(clients), "connections open at once")
 }
