@@ -64,16 +64,12 @@ const (
 	adaptiveSettle   = 5 // windows of gateway replies before the need is read
 )
 
-// adaptiveLimit holds the current limit; the tokens it keeps out of the
-// admission channel (held, and debt: tokens to keep back from calls still
-// in progress when the channel was full) make the channel of capacity max
-// admit only limit at once.
+// adaptiveLimit moves the limit of an admission (adm).
 type adaptiveLimit struct {
 	max, floor int
 	target     time.Duration
-	limit      atomic.Int64
-	held, debt atomic.Int64
-	slots      chan struct{}
+	limit      atomic.Int64 // what adm enforces, for the metrics
+	adm        *admission
 	busy       atomic.Int64  // requests that found the limit reached (waited or refused)
 	lastBusy   int64         // step's only, as rate to settled below (one goroutine)
 	pace       *gatewayPace  // the gateway's replies, counted on the request goroutines
@@ -174,13 +170,13 @@ func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 	return a.need
 }
 
-// newAdaptiveLimit adapts the limit of slots (capacity max) from the
+// newAdaptiveLimit adapts the limit of adm (at most max) from the
 // gateway's replies that pace counts (a new one when nil).
-func newAdaptiveLimit(slots chan struct{}, max int, target time.Duration, pace *gatewayPace) *adaptiveLimit {
+func newAdaptiveLimit(adm *admission, max int, target time.Duration, pace *gatewayPace) *adaptiveLimit {
 	if pace == nil {
 		pace = &gatewayPace{}
 	}
-	a := &adaptiveLimit{max: max, floor: min(max, adaptiveFloor), target: target, slots: slots, pace: pace}
+	a := &adaptiveLimit{max: max, floor: min(max, adaptiveFloor), target: target, adm: adm, pace: pace}
 	a.limit.Store(int64(max))
 	return a
 }
@@ -206,50 +202,11 @@ func (a *adaptiveLimit) step(sched, elapsed time.Duration) int {
 		// throughput needs at once, then by a tenth a window.
 		next = min(a.max, max(floor, cur+max(1, cur/10)))
 	}
-	a.resize(cur, next)
+	if next != cur {
+		a.adm.setLimit(next)
+		a.limit.Store(int64(next))
+	}
 	return next
-}
-
-// resize moves the limit from cur to next by holding tokens back from the
-// admission channel (lower) or giving held ones back (higher).
-func (a *adaptiveLimit) resize(cur, next int) {
-	for range cur - next { // lower
-		select {
-		case a.slots <- struct{}{}:
-			a.held.Add(1)
-		default:
-			a.debt.Add(1) // taken from the next calls that end
-		}
-	}
-	for range next - cur { // higher: first forgive debt, then free held tokens
-		if d := a.debt.Load(); d > 0 && a.debt.CompareAndSwap(d, d-1) {
-			continue
-		}
-		if a.held.Load() > 0 {
-			select {
-			case <-a.slots:
-				a.held.Add(-1)
-			default:
-			}
-		}
-	}
-	a.limit.Store(int64(next))
-}
-
-// release ends a call: its token goes back to the channel, unless the
-// limit owes one, which it then keeps.
-func (a *adaptiveLimit) release() {
-	for {
-		d := a.debt.Load()
-		if d <= 0 {
-			<-a.slots
-			return
-		}
-		if a.debt.CompareAndSwap(d, d-1) {
-			a.held.Add(1)
-			return
-		}
-	}
 }
 
 // run steps the limit every adaptiveWindow from the scheduler latency

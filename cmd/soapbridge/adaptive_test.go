@@ -33,8 +33,8 @@ func settle(a *adaptiveLimit) {
 // under it, it grows by a tenth only in windows where the limit was
 // reached, up to the maximum; otherwise it stays.
 func TestAdaptiveLimitSteps(t *testing.T) {
-	slots := make(chan struct{}, 1000)
-	a := newAdaptiveLimit(slots, 1000, 20*time.Millisecond, nil)
+	adm := newAdmission(1000, 0)
+	a := newAdaptiveLimit(adm, 1000, 20*time.Millisecond, nil)
 	assert.Equal(t, 1000, int(a.limit.Load()), "starts at max_calls_in_progress")
 	settle(a)
 	assert.Equal(t, 3, a.need)
@@ -55,10 +55,10 @@ func TestAdaptiveLimitSteps(t *testing.T) {
 		a.step(0, 0)
 	}
 	assert.Equal(t, 1000, int(a.limit.Load()), "never over the maximum")
-	assert.Zero(t, a.held.Load())
-	assert.Zero(t, len(slots), "every held token given back")
+	limit, _, _ := adm.state()
+	assert.Equal(t, 1000, limit, "what admission enforces")
 
-	small := newAdaptiveLimit(make(chan struct{}, 2), 2, time.Millisecond, nil)
+	small := newAdaptiveLimit(newAdmission(2, 0), 2, time.Millisecond, nil)
 	settle(small)
 	assert.Equal(t, 2, small.step(time.Second, 0), "a maximum under the floor is never lowered")
 }
@@ -68,7 +68,7 @@ func TestAdaptiveLimitSteps(t *testing.T) {
 // the limit holds: read off those windows, the need was a fraction of
 // what the throughput soon needed, and the limit fell to the floor.
 func TestAdaptiveLimitHoldsUntilTheNeedIsKnown(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 1000), 1000, 20*time.Millisecond, nil)
+	a := newAdaptiveLimit(newAdmission(1000, 0), 1000, 20*time.Millisecond, nil)
 	for range 3 {
 		assert.Equal(t, 1000, a.step(time.Second, 100*time.Millisecond), "nothing ended yet")
 	}
@@ -87,7 +87,7 @@ func TestAdaptiveLimitHoldsUntilTheNeedIsKnown(t *testing.T) {
 // falls, and the shortest call lately rises by 0.5% a window while
 // every call is longer.
 func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond, nil)
+	a := newAdaptiveLimit(newAdmission(5000, 0), 5000, 20*time.Millisecond, nil)
 	window := func(calls int, shortest time.Duration) {
 		for i := range calls {
 			a.pace.add(int64(shortest) + int64(i))
@@ -133,7 +133,7 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 // needs goes back to it at once, then grows by a tenth a window; over the
 // target it is not raised to the need, only kept from falling under it.
 func TestAdaptiveLimitGrowsBackToTheNeed(t *testing.T) {
-	a := newAdaptiveLimit(make(chan struct{}, 5000), 5000, 20*time.Millisecond, nil)
+	a := newAdaptiveLimit(newAdmission(5000, 0), 5000, 20*time.Millisecond, nil)
 	settle(a) // 10 calls/s: a need of 3
 	for a.limit.Load() > adaptiveFloor {
 		a.step(time.Second, 0)
@@ -164,7 +164,7 @@ func TestAdaptiveLimitCountsOnlyGatewayReplies(t *testing.T) {
 	o := newOverloadLimiter(5000, 0, soapPath, zap.NewNop(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusForbidden) // turned away before the gateway
 	}))
-	o.adapt = newAdaptiveLimit(o.slots, 5000, 20*time.Millisecond, pace)
+	o.adapt = newAdaptiveLimit(o.adm, 5000, 20*time.Millisecond, pace)
 	for range 1000 {
 		rec := httptest.NewRecorder()
 		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, strings.NewReader("<x/>")))
@@ -200,15 +200,15 @@ func TestAdaptiveLimitCountsOnlyGatewayReplies(t *testing.T) {
 }
 
 // A lowered limit is what admission enforces: with 100 of a maximum of 200
-// in progress and the limit lowered to 100 (held tokens), the 101st call
-// is refused; lowered while the channel is full, the limit takes its
-// tokens from the calls that end (debt), and admits again only below it.
-// Requests are held by the handler: the order is set, not timed.
+// in progress and the limit lowered to 100, the 101st call is refused;
+// lowered under the calls in progress, the limit keeps the slots of the
+// calls that end, and admits again only below it. Requests are held by
+// the handler: the order is set, not timed.
 func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	h := newHeldHandler()
 	core, logs := observer.New(zap.WarnLevel)
 	o := newOverloadLimiter(200, 0, soapPath, zap.New(core), h)
-	o.adapt = newAdaptiveLimit(o.slots, 200, 20*time.Millisecond, nil)
+	o.adapt = newAdaptiveLimit(o.adm, 200, 20*time.Millisecond, nil)
 	var wg sync.WaitGroup
 	call := func() int {
 		rec := httptest.NewRecorder()
@@ -245,19 +245,19 @@ func TestAdaptiveLimitIsEnforced(t *testing.T) {
 	hold(10)
 	assert.Equal(t, http.StatusServiceUnavailable, call())
 
-	// Full, and the limit lowered to the floor again: no token can be
-	// held now, so the next 10 that end keep theirs (debt).
+	// Full, and the limit lowered to the floor again: 110 in progress
+	// over a limit of 100, so the next 10 that end free no slot.
 	assert.Equal(t, 100, o.adapt.step(time.Second, 0))
-	assert.Equal(t, int64(10), o.adapt.debt.Load())
+	limit, inUse, _ := o.adm.state()
+	assert.Equal(t, [2]int{100, 110}, [2]int{limit, inUse})
 	close(h.release)
 	wg.Wait()
 	close(codes)
 	for c := range codes {
 		assert.Equal(t, http.StatusOK, c)
 	}
-	assert.Zero(t, o.adapt.debt.Load())
-	assert.Equal(t, int64(100), o.adapt.held.Load())
-	assert.Equal(t, 100, len(o.slots), "the held tokens only")
+	limit, inUse, _ = o.adm.state()
+	assert.Equal(t, [2]int{100, 0}, [2]int{limit, inUse})
 	assert.Equal(t, int64(0), o.stats().InProgress)
 }
 

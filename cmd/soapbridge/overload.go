@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +24,8 @@ import (
 // listener: max_calls_in_progress, lower while the replica is short of
 // CPU (the adaptive limit, overload_sched_latency, on by default:
 // adaptive.go). One that finds the limit reached waits at most
-// overload_wait (250 ms) for a slot, then gets 503 (a SOAP call: a SOAP
+// overload_wait (250 ms) for a slot (admission.go: oldest first, newest
+// first once the oldest is late), then gets 503 (a SOAP call: a SOAP
 // 1.1 Server fault) with Retry-After: 1, and Connection: close while more
 // client connections than overload_close_above (4096, as max_connections)
 // are open. /healthz is never refused (a balancer must not take a busy
@@ -40,7 +40,7 @@ type overloadLimiter struct {
 	soapPath string
 	log      *zap.Logger
 
-	slots chan struct{} // nil: no limit (max 0), only counted
+	adm *admission // nil: no limit (max 0), only counted
 	// closeAbove: a refusal closes its connection only while more than
 	// this many client connections are open (openConns); 0, or no count
 	// (an uncapped listener): every refusal closes.
@@ -51,7 +51,6 @@ type overloadLimiter struct {
 	adapt      *adaptiveLimit
 	inProgress atomic.Int64
 	refused    [len(metrics.OverloadRoutes)]atomic.Int64
-	timers     sync.Pool    // *time.Timer, for the wait: a refusal allocates nothing
 	loggedAt   atomic.Int64 // unix nanoseconds of the last warning
 	loggedN    atomic.Int64 // refusals when it was written
 	fault      []byte       // the SOAP fault of a refused call, made once
@@ -88,8 +87,8 @@ const overloadLogEvery = 10 * time.Second
 func limitCalls(ctx context.Context, cfg Config, conns func() metrics.ConnStats, pace *gatewayPace, met *metrics.Metrics, log *zap.Logger, next http.Handler) http.Handler {
 	o := newOverloadLimiter(cfg.MaxCallsInProgress, cfg.OverloadWait, cfg.SOAPPath, log.Named("http"), next)
 	o.closeAbove, o.openConns = cfg.OverloadCloseAbove, conns
-	if o.slots != nil && cfg.OverloadSchedLatency > 0 {
-		o.adapt = newAdaptiveLimit(o.slots, o.max, cfg.OverloadSchedLatency, pace)
+	if o.adm != nil && cfg.OverloadSchedLatency > 0 {
+		o.adapt = newAdaptiveLimit(o.adm, o.max, cfg.OverloadSchedLatency, pace)
 		go o.adapt.run(ctx)
 		log.Named("http").Info(fmt.Sprintf("the limit on calls in progress adapts between %d and %d: lower while runnable goroutines wait over %v for a CPU (p99, overload_sched_latency)",
 			o.adapt.floor, o.max, cfg.OverloadSchedLatency))
@@ -106,8 +105,10 @@ func newOverloadLimiter(max int, wait time.Duration, soapPath string, log *zap.L
 		log.Info("no limit on calls in progress (max_calls_in_progress 0)")
 		return o
 	}
-	o.slots = make(chan struct{}, max)
-	text := fmt.Sprintf("server busy: %d calls in progress (the bridge's limit); nothing was done, retry in a second", max)
+	o.adm = newAdmission(max, wait)
+	// No number: under the adaptive limit the one in force moves, and the
+	// body is made once (a refusal allocates nothing).
+	const text = "server busy: the bridge's limit on calls in progress is reached; nothing was done, retry in a second"
 	rec := httptest.NewRecorder()
 	_ = soapenc.WriteFault(rec, &soapenc.Fault{Code: soapenc.FaultServer, String: text})
 	o.fault = rec.Body.Bytes()
@@ -123,7 +124,7 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.next.ServeHTTP(w, r)
 		return
 	}
-	if o.slots != nil && !o.admit() {
+	if o.adm != nil && !o.admit() {
 		o.refuse(w, r)
 		return
 	}
@@ -134,41 +135,21 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (o *overloadLimiter) done() {
 	o.inProgress.Add(-1)
-	switch {
-	case o.adapt != nil:
-		o.adapt.release()
-	case o.slots != nil:
-		<-o.slots
+	if o.adm != nil {
+		o.adm.release()
 	}
 }
 
-// admit takes a slot, waiting for one at most o.wait.
+// admit takes a slot, waiting for one at most o.wait (admission.go: in
+// order of arrival, newest first while the wait list stands).
 func (o *overloadLimiter) admit() bool {
-	select {
-	case o.slots <- struct{}{}:
+	if o.adm.tryAcquire() {
 		return true
-	default:
 	}
 	if o.adapt != nil {
 		o.adapt.busy.Add(1)
 	}
-	if o.wait <= 0 {
-		return false
-	}
-	t, _ := o.timers.Get().(*time.Timer)
-	if t == nil {
-		t = time.NewTimer(o.wait)
-	} else {
-		t.Reset(o.wait)
-	}
-	defer o.timers.Put(t)
-	select {
-	case o.slots <- struct{}{}:
-		t.Stop()
-		return true
-	case <-t.C:
-		return false
-	}
+	return o.wait > 0 && o.adm.acquire()
 }
 
 // route is the refusal's label: a SOAP call, a gateway callback, or other.

@@ -133,7 +133,7 @@ func TestOverloadE2E(t *testing.T) {
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.True(t, resp.Close, "Connection: close")
 	assert.Contains(t, raw, "<faultcode>soapenv:Server</faultcode>")
-	assert.Contains(t, raw, "server busy: 2 calls in progress")
+	assert.Contains(t, raw, "server busy: the bridge's limit on calls in progress is reached")
 
 	code, page := adminGet(t, e.b.WSDLURL)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -175,7 +175,7 @@ func TestOverloadE2EKeepsConnectionBelowThreshold(t *testing.T) {
 	t.Cleanup(client.CloseIdleConnections)
 	resp, raw, _ := e.statusCall(client)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Contains(t, raw, "server busy: 2 calls in progress")
+	assert.Contains(t, raw, "server busy: the bridge's limit on calls in progress is reached")
 	assert.False(t, resp.Close, "no Connection: close under overload_close_above")
 	e.proxy.Release()
 	for range 2 {
@@ -199,7 +199,7 @@ func TestPHPOverloadFault(t *testing.T) {
 	stdout, err := runTool(t, 60*time.Second, env, php, filepath.Join(phpDir, "money_call.php"), "paymentStatus", e.id)
 	require.NoError(t, err, stdout)
 	f := parseFacts(t, stdout)
-	assert.Contains(t, f["fault"], "soapenv:Server: server busy: 2 calls in progress", "PHP threw the bridge's fault")
+	assert.Contains(t, f["fault"], "soapenv:Server: server busy: the bridge's limit on calls in progress is reached", "PHP threw the bridge's fault")
 	assert.Equal(t, "1", e.metric(`soapbridge_overload_refusals_total{route="soap"}`))
 	e.proxy.Release()
 	for range 2 {

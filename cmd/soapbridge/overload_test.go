@@ -62,7 +62,7 @@ func TestOverloadRefusesBeyondTheLimit(t *testing.T) {
 	assert.Equal(t, "close", rec.Header().Get("Connection"))
 	assert.Equal(t, "text/xml; charset=utf-8", rec.Header().Get("Content-Type"))
 	assert.Contains(t, rec.Body.String(), "<faultcode>soapenv:Server</faultcode>")
-	assert.Contains(t, rec.Body.String(), "server busy: 2 calls in progress")
+	assert.Contains(t, rec.Body.String(), "server busy: the bridge's limit on calls in progress is reached")
 	assert.Equal(t, rec.Header().Get("Content-Length"), strconv.Itoa(rec.Body.Len()))
 
 	rec = httptest.NewRecorder()
@@ -152,7 +152,7 @@ func TestOverloadRefusalAllocatesNothing(t *testing.T) {
 	}
 	for _, wait := range []time.Duration{0, 50 * time.Microsecond} {
 		o := newOverloadLimiter(1, wait, soapPath, zap.NewNop(), http.NotFoundHandler())
-		o.slots <- struct{}{} // the one slot is taken
+		require.True(t, o.adm.tryAcquire()) // the one slot is taken
 		o.loggedAt.Store(time.Now().Add(time.Hour).UnixNano())
 		w := &reusedWriter{h: http.Header{}}
 		soap := httptest.NewRequest(http.MethodPost, soapPath, nil)
@@ -216,7 +216,7 @@ func TestOverloadClosesOnlyAboveTheConnectionThreshold(t *testing.T) {
 	refusal := func(closeAbove int, conns func() metrics.ConnStats) http.Header {
 		o := newOverloadLimiter(1, 0, soapPath, zap.NewNop(), http.NotFoundHandler())
 		o.closeAbove, o.openConns = closeAbove, conns
-		o.slots <- struct{}{} // the one slot is taken
+		require.True(t, o.adm.tryAcquire()) // the one slot is taken
 		rec := httptest.NewRecorder()
 		o.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, soapPath, nil))
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code)

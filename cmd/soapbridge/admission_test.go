@@ -1,0 +1,165 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeClock is the admission's clock in a test: waiters' ages are set,
+// not timed (their wait, a minute, never runs out).
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// waitFor starts a waiting acquire and returns once it is on the list, so
+// that waiters arrive in a known order; got receives its outcome.
+func waitFor(t *testing.T, a *admission, name string, got chan<- string) {
+	t.Helper()
+	_, _, before := a.state()
+	go func() {
+		if a.acquire() {
+			got <- name
+		} else {
+			got <- "refused " + name
+		}
+	}()
+	require.Eventually(t, func() bool { _, _, n := a.state(); return n == before+1 }, 10*time.Second, time.Millisecond)
+}
+
+// A freed slot goes to the oldest waiter while the oldest has waited
+// under three quarters of overload_wait, and to the newest once it has
+// waited longer: the queue then cannot keep up, and serving in order
+// would make every admitted call wait nearly the whole wait.
+func TestAdmissionServesInOrderUntilTheOldestIsLate(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	a := newAdmission(1, time.Minute)
+	a.now = clock.now
+	require.True(t, a.tryAcquire())
+	require.False(t, a.tryAcquire(), "the one slot is taken")
+	got := make(chan string, 4)
+	waitFor(t, a, "A", got)
+	clock.add(time.Second)
+	waitFor(t, a, "B", got)
+	clock.add(time.Second)
+	waitFor(t, a, "C", got)
+
+	a.release()
+	assert.Equal(t, "A", <-got, "the oldest first while it is not late")
+
+	clock.add(44 * time.Second) // B has waited 45 s of 60: not yet over three quarters
+	a.release()
+	assert.Equal(t, "B", <-got)
+
+	waitFor(t, a, "D", got)
+	clock.add(50 * time.Second) // C has waited 51 s: late
+	a.release()
+	assert.Equal(t, "D", <-got, "the newest once the oldest is late")
+	a.release()
+	assert.Equal(t, "C", <-got, "the late one still gets the next slot when it is the only one")
+	a.release()
+	limit, inUse, waiting := a.state()
+	assert.Equal(t, [3]int{1, 0, 0}, [3]int{limit, inUse, waiting})
+}
+
+// A waiter whose wait runs out is refused and leaves the list.
+func TestAdmissionWaitRunsOut(t *testing.T) {
+	a := newAdmission(1, 5*time.Millisecond)
+	require.True(t, a.tryAcquire())
+	assert.False(t, a.acquire(), "no slot came free within the wait")
+	_, inUse, waiting := a.state()
+	assert.Equal(t, 1, inUse)
+	assert.Zero(t, waiting)
+	assert.Empty(t, a.waiting, "the list is emptied")
+	a.release()
+	assert.True(t, a.acquire(), "a free slot is taken without waiting")
+}
+
+// Raised, the limit admits waiters at once; lowered under the calls in
+// progress, it keeps the slots of the calls that end until they are under
+// it.
+func TestAdmissionLimitMoves(t *testing.T) {
+	a := newAdmission(3, time.Minute)
+	for range 3 {
+		require.True(t, a.tryAcquire())
+	}
+	a.setLimit(1)
+	a.release()
+	a.release()
+	assert.False(t, a.tryAcquire(), "one in progress, at the lowered limit")
+	a.release()
+	assert.True(t, a.tryAcquire())
+
+	got := make(chan string, 2)
+	waitFor(t, a, "A", got)
+	waitFor(t, a, "B", got)
+	a.setLimit(3)
+	assert.ElementsMatch(t, []string{"A", "B"}, []string{<-got, <-got}, "both admitted by the raise")
+	limit, inUse, waiting := a.state()
+	assert.Equal(t, [3]int{3, 3, 0}, [3]int{limit, inUse, waiting})
+}
+
+// Under contention (calls, waits running out, the limit moving), no more
+// calls are ever in progress than the highest limit set, and everything
+// is given back: no slot is lost or made up. Run with -race in CI.
+func TestAdmissionNeverExceedsTheLimit(t *testing.T) {
+	const highest = 8
+	a := newAdmission(highest, 200*time.Microsecond)
+	var inProgress, peak atomic.Int64
+	stop := make(chan struct{})
+	var moves sync.WaitGroup
+	moves.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				a.setLimit(highest)
+				return
+			default:
+			}
+			a.setLimit(1 + i%highest)
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	var calls sync.WaitGroup
+	for range 32 {
+		calls.Go(func() {
+			for range 300 {
+				if !a.tryAcquire() && !a.acquire() {
+					continue
+				}
+				n := inProgress.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				inProgress.Add(-1)
+				a.release()
+			}
+		})
+	}
+	calls.Wait()
+	close(stop)
+	moves.Wait()
+	assert.LessOrEqual(t, peak.Load(), int64(highest))
+	limit, inUse, waiting := a.state()
+	assert.Equal(t, [3]int{highest, 0, 0}, [3]int{limit, inUse, waiting})
+	for range highest {
+		assert.True(t, a.tryAcquire(), "every slot free again")
+	}
+	assert.False(t, a.tryAcquire())
+}
