@@ -163,3 +163,104 @@ func TestAdmissionNeverExceedsTheLimit(t *testing.T) {
 	}
 	assert.False(t, a.tryAcquire())
 }
+
+// A waiter granted a slot just as its wait runs out takes it: the slot
+// is neither lost nor given twice, and the waiter goes back to the pool
+// with nothing left to receive (reused, it waits and is refused).
+func TestAdmissionGrantedAsTheWaitRunsOut(t *testing.T) {
+	a := newAdmission(1, 20*time.Millisecond)
+	require.True(t, a.tryAcquire())
+	got := make(chan bool, 1)
+	go func() { got <- a.acquire() }()
+	require.Eventually(t, func() bool { _, _, n := a.state(); return n == 1 }, 10*time.Second, time.Millisecond)
+	a.mu.Lock()
+	time.Sleep(60 * time.Millisecond) // its timer fires; it waits for the mutex
+	a.grant(a.next())                 // as release does: the slot changes hands
+	a.mu.Unlock()
+	assert.True(t, <-got, "the slot granted is the waiter's, though its wait ran out")
+	limit, inUse, waiting := a.state()
+	assert.Equal(t, [3]int{1, 1, 0}, [3]int{limit, inUse, waiting})
+
+	assert.False(t, a.acquire(), "a reused waiter receives no stale grant")
+	a.release()
+	limit, inUse, waiting = a.state()
+	assert.Equal(t, [3]int{1, 0, 0}, [3]int{limit, inUse, waiting})
+}
+
+// checkList fails t unless the list is consistent: every waiter on it
+// once, none granted, the live ones counted in live, and none waiting
+// while a slot is free. Errorf, not Fatalf: called off the test's goroutine.
+func (a *admission) checkList(t *testing.T) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := make(map[*waiter]bool, len(a.waiting))
+	live := 0
+	for i := a.head; i < len(a.waiting); i++ {
+		w := a.waiting[i]
+		if w == nil || seen[w] || w.granted {
+			t.Errorf("list entry %d (head %d, length %d): nil, twice on the list (reused from the pool) or granted", i, a.head, len(a.waiting))
+			return
+		}
+		seen[w] = true
+		if !w.gone {
+			live++
+		}
+	}
+	if live != a.live || a.live > 0 && a.inUse < a.limit {
+		t.Errorf("%d live on the list, %d counted; %d in use of %d", live, a.live, a.inUse, a.limit)
+	}
+}
+
+// A flood of waiters (thousands, most refused at the end of a short wait,
+// newest first most of the time) while the limit moves: the list stays
+// consistent throughout (trimmed, compacted, its waiters reused from the
+// pool only once off it), and at the end every slot is free and the list
+// empty.
+func TestAdmissionFlood(t *testing.T) {
+	const highest = 50
+	a := newAdmission(highest, 3*time.Millisecond)
+	var inProgress, peak, admitted atomic.Int64
+	stop := make(chan struct{})
+	var moves sync.WaitGroup
+	moves.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				a.setLimit(highest)
+				return
+			default:
+			}
+			a.setLimit(10 + i%(highest-9))
+			a.checkList(t)
+			time.Sleep(200 * time.Microsecond)
+		}
+	})
+	var calls sync.WaitGroup
+	for range 2000 {
+		calls.Go(func() {
+			for range 10 {
+				if !a.tryAcquire() && !a.acquire() {
+					continue
+				}
+				admitted.Add(1)
+				n := inProgress.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(100 * time.Microsecond)
+				inProgress.Add(-1)
+				a.release()
+			}
+		})
+	}
+	calls.Wait()
+	close(stop)
+	moves.Wait()
+	a.checkList(t)
+	assert.Positive(t, admitted.Load())
+	assert.LessOrEqual(t, peak.Load(), int64(highest))
+	limit, inUse, waiting := a.state()
+	assert.Equal(t, [3]int{highest, 0, 0}, [3]int{limit, inUse, waiting})
+	assert.Empty(t, a.waiting)
+	assert.Zero(t, a.head)
+}

@@ -141,7 +141,8 @@ func (o *overloadLimiter) done() {
 }
 
 // admit takes a slot, waiting for one at most o.wait (admission.go: in
-// order of arrival, newest first while the wait list stands).
+// order of arrival, newest first once the oldest has waited three
+// quarters of o.wait).
 func (o *overloadLimiter) admit() bool {
 	if o.adm.tryAcquire() {
 		return true

@@ -143,8 +143,8 @@ func (w *reusedWriter) WriteHeader(code int)        { w.code = code }
 func (w *reusedWriter) Write(b []byte) (int, error) { w.n += len(b); return len(b), nil }
 
 // A refusal allocates nothing, at once (overload_wait 0) or after the wait
-// (its timer comes from a pool): under overload, the refused calls must
-// not take the CPU the admitted ones need. Allocations are exact on any
+// (its waiter, with its timer, comes from a pool): under overload, the
+// refused calls must not take the CPU the admitted ones need. Allocations are exact on any
 // machine: this cannot flake.
 func TestOverloadRefusalAllocatesNothing(t *testing.T) {
 	if raceOn {
