@@ -15,7 +15,7 @@ var OverloadRoutes = [3]string{"soap", "callback", "other"}
 // OverloadStats are the limiter's figures.
 type OverloadStats struct {
 	InProgress int64 // calls admitted and not answered yet
-	Max        int   // the limit (max_calls_in_progress); 0: no limit
+	Max        int   // the limit in force (max_calls_in_progress, or lower while the adaptive limit has lowered it); 0: no limit
 	Refused    [len(OverloadRoutes)]int64
 }
 
@@ -23,9 +23,9 @@ var (
 	inProgressDesc = prometheus.NewDesc("soapbridge_calls_in_progress",
 		"Requests of the public listener admitted and not answered yet (/healthz not counted).", nil, nil)
 	inProgressMaxDesc = prometheus.NewDesc("soapbridge_calls_in_progress_max",
-		"The limit on requests in progress (max_calls_in_progress); absent when there is none.", nil, nil)
+		"The limit on requests in progress in force (max_calls_in_progress, or lower while the adaptive limit has lowered it); absent when there is none.", nil, nil)
 	overloadRefusedDesc = prometheus.NewDesc("soapbridge_overload_refusals_total",
-		"Requests refused at once with 503 because max_calls_in_progress were in progress for overload_wait, by route (soap, callback, other).",
+		"Requests refused with 503 because the limit on requests in progress was reached for overload_wait, by route (soap, callback, other).",
 		[]string{"route"}, nil)
 )
 
