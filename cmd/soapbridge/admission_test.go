@@ -10,25 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeClock is the admission's clock in a test: waiters' ages are set,
-// not timed (their wait, a minute, never runs out).
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // waitFor starts a waiting acquire and returns once it is on the list, so
 // that waiters arrive in a known order; got receives its outcome.
 func waitFor(t *testing.T, a *admission, name string, got chan<- string) {
@@ -44,39 +25,23 @@ func waitFor(t *testing.T, a *admission, name string, got chan<- string) {
 	require.Eventually(t, func() bool { _, _, n := a.state(); return n == before+1 }, 10*time.Second, time.Millisecond)
 }
 
-// A freed slot goes to the oldest waiter while the oldest has waited
-// under three quarters of overload_wait, and to the newest once it has
-// waited longer: the queue then cannot keep up, and serving in order
-// would make every admitted call wait nearly the whole wait.
-func TestAdmissionServesInOrderUntilTheOldestIsLate(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1e9, 0)}
+// A freed slot goes to the oldest waiter.
+func TestAdmissionServesInOrder(t *testing.T) {
 	a := newAdmission(1, time.Minute)
-	a.now = clock.now
 	require.True(t, a.tryAcquire())
 	require.False(t, a.tryAcquire(), "the one slot is taken")
 	got := make(chan string, 4)
-	waitFor(t, a, "A", got)
-	clock.add(time.Second)
-	waitFor(t, a, "B", got)
-	clock.add(time.Second)
-	waitFor(t, a, "C", got)
-
-	a.release()
-	assert.Equal(t, "A", <-got, "the oldest first while it is not late")
-
-	clock.add(44 * time.Second) // B has waited 45 s of 60: not yet over three quarters
-	a.release()
-	assert.Equal(t, "B", <-got)
-
-	waitFor(t, a, "D", got)
-	clock.add(50 * time.Second) // C has waited 51 s: late
-	a.release()
-	assert.Equal(t, "D", <-got, "the newest once the oldest is late")
-	a.release()
-	assert.Equal(t, "C", <-got, "the late one still gets the next slot when it is the only one")
+	for _, name := range []string{"A", "B", "C"} {
+		waitFor(t, a, name, got)
+	}
+	for _, want := range []string{"A", "B", "C"} {
+		a.release()
+		assert.Equal(t, want, <-got, "in order of arrival")
+	}
 	a.release()
 	limit, inUse, waiting := a.state()
 	assert.Equal(t, [3]int{1, 0, 0}, [3]int{limit, inUse, waiting})
+	assert.Empty(t, a.waiting, "the list is emptied")
 }
 
 // A waiter whose wait runs out is refused and leaves the list.

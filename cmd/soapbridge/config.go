@@ -42,7 +42,7 @@ type Config struct {
 	RateBurst     int     `yaml:"rate_burst" help:"requests accepted at once above the rate limit; twice the rate when 0"`
 
 	MaxCallsInProgress   int           `yaml:"max_calls_in_progress" help:"most requests in progress on the public listener (/healthz aside); one more waits up to overload_wait for a slot, then gets 503 (a SOAP call: a Server fault) with Retry-After: 1 (0: no limit)"`
-	OverloadWait         time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once); the waiting get freed slots in order of arrival, newest first once the oldest has waited three quarters of it"`
+	OverloadWait         time.Duration `yaml:"overload_wait" help:"how long a request may wait for a slot when max_calls_in_progress are in progress before it is refused (0: refused at once); the waiting get freed slots in order of arrival"`
 	OverloadSchedLatency time.Duration `yaml:"overload_sched_latency" help:"the limit on calls in progress adapts: each 100 ms that runnable goroutines waited longer than this for a CPU (p99), it drops by a fifth (not under 100, nor under three times what the best recent throughput needs), and grows back while reached and under it, up to max_calls_in_progress (0: the limit is max_calls_in_progress, fixed)"`
 	OverloadCloseAbove   int           `yaml:"overload_close_above" help:"a refused request's connection is closed (Connection: close) only while more than this many client connections are open; below, the client keeps it for its retry (0: always closed)"`
 

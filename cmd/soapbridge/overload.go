@@ -24,8 +24,8 @@ import (
 // listener: max_calls_in_progress, lower while the replica is short of
 // CPU (the adaptive limit, overload_sched_latency, on by default:
 // adaptive.go). One that finds the limit reached waits at most
-// overload_wait (250 ms) for a slot (admission.go: oldest first, newest
-// first once the oldest is late), then gets 503 (a SOAP call: a SOAP
+// overload_wait (250 ms) for a slot (admission.go: in order of arrival),
+// then gets 503 (a SOAP call: a SOAP
 // 1.1 Server fault) with Retry-After: 1, and Connection: close while more
 // client connections than overload_close_above (4096, as max_connections)
 // are open. /healthz is never refused (a balancer must not take a busy
@@ -141,8 +141,7 @@ func (o *overloadLimiter) done() {
 }
 
 // admit takes a slot, waiting for one at most o.wait (admission.go: in
-// order of arrival, newest first once the oldest has waited three
-// quarters of o.wait).
+// order of arrival).
 func (o *overloadLimiter) admit() bool {
 	if o.adm.tryAcquire() {
 		return true
