@@ -129,11 +129,11 @@ func (a *admission) checkList(t *testing.T) {
 	}
 }
 
-// A flood of waiters (thousands, most refused at the end of a short wait,
-// newest first most of the time) while the limit moves: the list stays
-// consistent throughout (trimmed, compacted, its waiters reused from the
-// pool only once off it), and at the end every slot is free and the list
-// empty.
+// A flood of waiters (thousands, most refused at the end of a short wait)
+// while the limit moves: never more in progress than the highest limit,
+// the list consistent throughout (trimmed, compacted, its waiters reused
+// from the pool only once off it), and at the end every slot free, none
+// lost or made up, and the list empty. Run with -race in CI.
 func TestAdmissionFlood(t *testing.T) {
 	const highest = 50
 	a := newAdmission(highest, 3*time.Millisecond)
