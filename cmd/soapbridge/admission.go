@@ -28,9 +28,9 @@ type admission struct {
 	mu    sync.Mutex
 	limit int
 	inUse int
-	// waiting holds the waiters by arrival; those that gave up stay
-	// (gone) until an end of the list is trimmed past them. Live ones
-	// are counted in live.
+	// waiting holds the waiters by arrival from head on; one that gave
+	// up stays (gone) until trim reaches it at the front. Live ones are
+	// counted in live.
 	waiting []*waiter
 	head    int
 	live    int
@@ -141,9 +141,9 @@ func (a *admission) grant(w *waiter) {
 	w.ready <- struct{}{}
 }
 
-// next takes the oldest live waiter off the list (live > 0). Under a.mu.
+// next takes the oldest live waiter off the list (live > 0; the front is
+// live, as every change of the list ends with trim). Under a.mu.
 func (a *admission) next() *waiter {
-	a.trim() // the front is live
 	w := a.waiting[a.head]
 	a.waiting[a.head] = nil
 	a.head++
@@ -155,7 +155,7 @@ func (a *admission) next() *waiter {
 // trim drops the waiters that gave up from the front of the list (all
 // wait as long, so they give up mostly in order of arrival: the front is
 // where they are; one that gave up behind a live one stays until it is
-// at the front, next takes it off, or the list empties), and empties the
+// at the front or the list empties), and empties the
 // list, keeping its array, when none is live. Under a.mu.
 func (a *admission) trim() {
 	for a.head < len(a.waiting) && a.waiting[a.head].gone {
