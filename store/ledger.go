@@ -257,11 +257,24 @@ func (k CallKey) String() string {
 }
 
 func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (Call, bool, error) {
+	c, claimed, err := s.claimCall(ctx, key, now, window)
+	if err == nil && !claimed {
+		s.repeats.Add(key, struct{}{})
+	}
+	return c, claimed, err
+}
+
+func (s *sqlStore) claimCall(ctx context.Context, key CallKey, now time.Time, window time.Duration) (Call, bool, error) {
 	if err := key.valid(); err != nil {
 		return Call{}, false, err
 	}
 	if window <= 0 {
 		return Call{}, false, fmt.Errorf("store: claim call %s: replay window %v is not positive", key, window)
+	}
+	if s.repeats.Contains(key) {
+		if c, ok := s.heldEntry(ctx, key, now, window); ok {
+			return c, false, nil
+		}
 	}
 	claim, err := newClaim()
 	if err != nil {
@@ -302,6 +315,25 @@ func (s *sqlStore) ClaimCall(ctx context.Context, key CallKey, now time.Time, wi
 	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
 }
 
+// heldEntry reads key's entry and reports ok when a claim would fail on
+// it: pending or in doubt, or done less than window before now (what the
+// insert and the take-over refuse). A key this process found held before
+// (repeats) is read first, without the write lock and its transaction: a
+// shop repeating a call after a fault, or a flood of them after an
+// outage, is answered by a read. A new call goes straight to the atomic
+// claim (a read first would cost it a query for nothing), and so does one
+// whose entry may be taken over: the claim decides. A failed read decides
+// nothing either.
+func (s *sqlStore) heldEntry(ctx context.Context, key CallKey, now time.Time, window time.Duration) (Call, bool) {
+	c, err := scanCall(s.rowR(ctx, s.lq.get, key.GoID, key.Operation, key.Hash))
+	if err != nil || c.State == CallDone && c.CreatedAt.Before(utc(now.Add(-window))) {
+		return Call{}, false
+	}
+	// As claimPair returns an entry under key: finishing it finishes both rows.
+	c.Key.Legacy = key.Legacy
+	return c, true
+}
+
 // errAliasHeld rolls back a pair's claim whose alias row is another
 // call's (the previous release's).
 var errAliasHeld = errors.New("store: the alias row is held")
@@ -323,9 +355,9 @@ func (s *sqlStore) claimPair(ctx context.Context, key CallKey, claim string, min
 				if i == 1 {
 					insert, takeOver = s.lq.insertAlias, s.lq.takeOverAlias
 				}
-				n, err := execTx(ctx, tx, insert, k.GoID, k.Operation, k.Hash, claim, at, at)
+				n, err := s.execTx(ctx, tx, insert, k.GoID, k.Operation, k.Hash, claim, at, at)
 				if err == nil && n == 0 {
-					n, err = execTx(ctx, tx, takeOver, claim, at, at, k.GoID, k.Operation, k.Hash, old)
+					n, err = s.execTx(ctx, tx, takeOver, claim, at, at, k.GoID, k.Operation, k.Hash, old)
 				}
 				if err != nil {
 					return err
@@ -333,7 +365,7 @@ func (s *sqlStore) claimPair(ctx context.Context, key CallKey, claim string, min
 				if n == 1 {
 					continue
 				}
-				c, err := scanCall(tx.QueryRowContext(ctx, s.lq.get, k.GoID, k.Operation, k.Hash))
+				c, err := scanCall(s.rowIn(ctx, tx, s.lq.get, k.GoID, k.Operation, k.Hash))
 				if errors.Is(err, sql.ErrNoRows) {
 					vanished = true
 					return errAliasHeld
@@ -362,8 +394,8 @@ func (s *sqlStore) claimPair(ctx context.Context, key CallKey, claim string, min
 	return Call{}, false, fmt.Errorf("store: claim call %s: the entry keeps changing", key)
 }
 
-func execTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (int64, error) {
-	res, err := tx.ExecContext(ctx, q, args...)
+func (s *sqlStore) execTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (int64, error) {
+	res, err := s.execIn(ctx, tx, q, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -379,7 +411,7 @@ func (s *sqlStore) LookupCall(ctx context.Context, key CallKey) (Call, error) {
 
 // call reads an entry from the writer, so it sees the claim just lost.
 func (s *sqlStore) call(ctx context.Context, key CallKey) (Call, error) {
-	c, err := scanCall(s.w.QueryRowContext(ctx, s.lq.get, key.GoID, key.Operation, key.Hash))
+	c, err := scanCall(s.rowW(ctx, s.lq.get, key.GoID, key.Operation, key.Hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Call{}, ErrNotFound
 	}
@@ -544,14 +576,14 @@ func aliasesOf(q string) string { return hashArg.ReplaceAllString(q, "alias AND 
 // then its own).
 func (s *sqlStore) finishPair(ctx context.Context, what string, key CallKey, q string, args []any, aq string, aargs []any) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		n, err := execTx(ctx, tx, q, args...)
+		n, err := s.execTx(ctx, tx, q, args...)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return ErrNotClaimed
 		}
-		_, err = execTx(ctx, tx, aq, aargs...)
+		_, err = s.execTx(ctx, tx, aq, aargs...)
 		return err
 	})
 	if err != nil {
@@ -562,7 +594,7 @@ func (s *sqlStore) finishPair(ctx context.Context, what string, key CallKey, q s
 
 // exec runs a write and returns the rows it changed.
 func (s *sqlStore) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := s.w.ExecContext(ctx, q, args...)
+	res, err := s.execW(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}

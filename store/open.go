@@ -144,7 +144,9 @@ func openSQLite(ctx context.Context, dsn string, o Options) (Store, error) {
 	}
 	if memory {
 		// Every connection to :memory: is a database of its own.
-		return newSQLStore(sqlite, w, w), nil
+		s := newSQLStore(sqlite, w, w)
+		s.prepare(ctx)
+		return s, nil
 	}
 	r, err := sql.Open("sqlite", name+sep+sqliteParams+"&_pragma=query_only(1)")
 	if err != nil {
@@ -153,7 +155,9 @@ func openSQLite(ctx context.Context, dsn string, o Options) (Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	return newSQLStore(sqlite, w, r), nil
+	s := newSQLStore(sqlite, w, r)
+	s.prepare(ctx)
+	return s, nil
 }
 
 // sqlitePath is the file an SQLite DSN names: without the file: prefix

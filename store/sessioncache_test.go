@@ -99,5 +99,5 @@ func sessionCacheSuite(t *testing.T, dsn string) {
 func reopen(t *testing.T, s *sqlStore, dsn string) {
 	t.Helper()
 	o := openSQL(t, dsn)
-	s.r, s.w = o.r, o.w
+	s.r, s.w, s.rs, s.ws = o.r, o.w, o.rs, o.ws
 }

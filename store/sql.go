@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/pressly/goose/v3"
 )
 
@@ -148,16 +149,26 @@ type sqlStore struct {
 	lq   ledgerQueries
 	pq   purgeQueries
 	w, r *sql.DB
+	// ws and rs: prepared statements of w and r (SQLite only, see stmts).
+	ws, rs *stmts
 	// locks holds PostgreSQL's advisory locks, a connection each (nil on
 	// SQLite, whose locks are rows).
 	locks *sql.DB
 	// sessions: rows read, immutable once written (see sessionCache).
 	sessions *sessionCache
+	// repeats: ledger keys whose claim this process found held lately, a
+	// hint only (see heldEntry).
+	repeats *lru.Cache[CallKey, struct{}]
 }
 
+// repeatsSize bounds the ledger keys remembered as repeated (some 200
+// bytes each).
+const repeatsSize = 4096
+
 func newSQLStore(d *dialect, w, r *sql.DB) *sqlStore {
+	repeats, _ := lru.New[CallKey, struct{}](repeatsSize) // errs only on a size ≤ 0
 	return &sqlStore{d: d, q: d.queries(), lq: d.ledgerQueries(), pq: d.purgeQueries(), w: w, r: r,
-		sessions: newSessionCache()}
+		sessions: newSessionCache(), repeats: repeats}
 }
 
 // The wall clock only fills bookkeeping columns (updated_at, a zero
@@ -174,7 +185,7 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 	// leave the replaced row in the cache.
 	defer s.sessions.saved(ss.PaymentID)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q.saveSession,
+		if _, err := s.execIn(ctx, tx, s.q.saveSession,
 			ss.PaymentID, ss.ParentID, ss.GoID, ss.ProductName, ss.OrderNumber, ss.Amount,
 			ss.Currency, ss.SuccessURL, ss.FailedURL, s.d.timeArg(ss.CreatedAt), ss.PaymentChannels, ss.KeyID); err != nil {
 			return err
@@ -182,7 +193,7 @@ func (s *sqlStore) SaveSession(ctx context.Context, ss Session) error {
 		if ss.TokenHash == "" {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, s.q.saveToken, ss.PaymentID, ss.TokenHash)
+		_, err := s.execIn(ctx, tx, s.q.saveToken, ss.PaymentID, ss.TokenHash)
 		return err
 	})
 	if err != nil {
@@ -219,7 +230,7 @@ func (s *sqlStore) Session(ctx context.Context, paymentID int64) (Session, error
 //go:noinline
 func (s *sqlStore) readSession(ctx context.Context, paymentID int64) (Session, error) {
 	loaded, saves := s.sessions.before()
-	ss, err := scanSession(s.r.QueryRowContext(ctx, s.q.session, paymentID))
+	ss, err := scanSession(s.rowR(ctx, s.q.session, paymentID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -275,7 +286,7 @@ func (s *sqlStore) Enqueue(ctx context.Context, n Notification) (bool, error) {
 	if n.Unsigned {
 		target = unsignedScheme + target
 	}
-	res, err := s.w.ExecContext(ctx, s.q.enqueue,
+	res, err := s.execW(ctx, s.q.enqueue,
 		n.Key, n.GoID, n.PaymentID, target,
 		s.d.timeArg(n.NextAttempt), s.d.timeArg(n.CreatedAt), s.d.timeArg(t), n.RequestID)
 	if err != nil {
@@ -406,7 +417,11 @@ func (s *sqlStore) HighestPaymentID(ctx context.Context) (int64, error) {
 }
 
 func (s *sqlStore) Close() error {
-	err := s.w.Close()
+	err := s.ws.close()
+	if s.rs != s.ws {
+		err = errors.Join(err, s.rs.close())
+	}
+	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}

@@ -8,10 +8,14 @@ import "testing"
 // path reached, plus a small margin for the rare pool refill. Raise one
 // only in the commit that needs it, saying why.
 const (
-	allocBudgetTouch                 = 35
-	allocBudgetPaymentStatus         = 166
-	allocBudgetCreatePayment         = 497
-	allocBudgetCreatePaymentRepeated = 359
+	allocBudgetTouch         = 35
+	allocBudgetPaymentStatus = 166
+	// 500: +18 for SQLite's prepared statements bound to a transaction
+	// (3 each, 6 statements), which spare it the parse of each statement,
+	// a sixth of the CPU of a repeated createPayment before (issue 28).
+	allocBudgetCreatePayment = 515
+	// 293: a repeat's ledger entry is read, without the write transaction.
+	allocBudgetCreatePaymentRepeated = 302
 )
 
 func skipAllocsUnderRace(*testing.T) {}
