@@ -149,7 +149,7 @@ func (o *overloadLimiter) admit() bool {
 	if o.adapt != nil {
 		o.adapt.busy.Add(1)
 	}
-	return o.wait > 0 && o.adm.acquire()
+	return o.wait > 0 && o.adm.acquire(nil)
 }
 
 // route is the refusal's label: a SOAP call, a gateway callback, or other.
