@@ -57,6 +57,9 @@ type overloadLimiter struct {
 	page       []byte       // the plain-text page of anything else
 	faultLen   []string     // its Content-Length value
 	pageLen    []string
+	// abandoned: calls whose client left (closed its connection) while
+	// they waited for a slot, by route; neither made nor refused.
+	abandoned [len(metrics.OverloadRoutes)]atomic.Int64
 }
 
 // Route indexes of metrics.OverloadRoutes.
@@ -124,8 +127,7 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.next.ServeHTTP(w, r)
 		return
 	}
-	if o.adm != nil && !o.admit() {
-		o.refuse(w, r)
+	if o.adm != nil && !o.adm.tryAcquire() && !o.await(w, r) {
 		return
 	}
 	o.inProgress.Add(1)
@@ -140,16 +142,29 @@ func (o *overloadLimiter) done() {
 	}
 }
 
-// admit takes a slot, waiting for one at most o.wait (admission.go: in
-// order of arrival).
-func (o *overloadLimiter) admit() bool {
-	if o.adm.tryAcquire() {
-		return true
-	}
+// await waits at most o.wait for a slot (admission.go: in order of
+// arrival) once none was free, and answers the call itself when it gets
+// none: refused, or abandoned when its client leaves while it waits.
+// net/http cancels the request's context when the client closes its
+// connection, but only once it reads from the connection again: after
+// the request's body was read to its end (a request without a body: at
+// once).
+func (o *overloadLimiter) await(w http.ResponseWriter, r *http.Request) bool {
 	if o.adapt != nil {
 		o.adapt.busy.Add(1)
 	}
-	return o.wait > 0 && o.adm.acquire(nil)
+	if o.wait > 0 {
+		done := r.Context().Done()
+		if o.adm.acquire(done) {
+			return true
+		}
+		if isClosed(done) {
+			o.abandon(w, r)
+			return false
+		}
+	}
+	o.refuse(w, r)
+	return false
 }
 
 // route is the refusal's label: a SOAP call, a gateway callback, or other.
@@ -178,9 +193,26 @@ func (o *overloadLimiter) route(r *http.Request) int {
 func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	route := o.route(r)
 	n := o.refused[route].Add(1)
+	o.reply(w, route, o.closeOnRefusal())
+	o.warn(route, n)
+}
+
+// abandon answers a call whose client left while it waited with the
+// refusal and Connection: close, which reach no one unless the
+// connection is still half open, and counts it apart: it was neither made
+// nor refused. Not logged: a flood of clients that give up would flood
+// the log (the counter has every one).
+func (o *overloadLimiter) abandon(w http.ResponseWriter, r *http.Request) {
+	route := o.route(r)
+	o.abandoned[route].Add(1)
+	o.reply(w, route, true)
+}
+
+// reply writes the refusal of a call of route.
+func (o *overloadLimiter) reply(w http.ResponseWriter, route int, closeConn bool) {
 	h := w.Header()
 	h["Retry-After"] = retryAfterOne
-	if o.closeOnRefusal() {
+	if closeConn {
 		h["Connection"] = connClose
 	}
 	body, length, ctype := o.page, o.pageLen, textPlain
@@ -191,7 +223,6 @@ func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	h["Content-Length"] = length
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(body)
-	o.warn(route, n)
 }
 
 // closeOnRefusal: whether a refusal closes its connection now.
@@ -232,6 +263,7 @@ func (o *overloadLimiter) stats() metrics.OverloadStats {
 	}
 	for i := range o.refused {
 		s.Refused[i] = o.refused[i].Load()
+		s.Abandoned[i] = o.abandoned[i].Load()
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -245,5 +246,62 @@ func TestOverloadClosesOnlyAboveTheConnectionThreshold(t *testing.T) {
 		} else {
 			assert.Empty(t, h.Values("Connection"), "%+v", c)
 		}
+	}
+}
+
+// A call waiting for a slot whose client closes its connection leaves at
+// once, long before overload_wait (30 s), through the real HTTP server:
+// counted as abandoned, neither made nor refused, and the slot it waited
+// for goes to the next call. The test waits on the counter, not on a
+// timing margin.
+func TestOverloadWaiterWhoseClientLeaves(t *testing.T) {
+	for _, c := range []struct {
+		name, request string
+		route         int
+	}{
+		{"a GET", "GET /gw/pay-full-v2?id=1 HTTP/1.1\r\nHost: bridge\r\n\r\n", routeOther},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHeldHandler()
+			o := newOverloadLimiter(1, 30*time.Second, soapPath, zap.NewNop(), h)
+			srv := httptest.NewServer(o)
+			defer srv.Close()
+			var release sync.Once
+			free := func() { release.Do(func() { close(h.release) }) }
+			defer free() // before srv.Close, which waits for the calls in progress
+			post := func() int {
+				resp, err := http.Post(srv.URL+soapPath, "text/xml", strings.NewReader("<x/>"))
+				if err != nil {
+					return 0
+				}
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			first := make(chan int, 1)
+			go func() { first <- post() }()
+			<-h.held // the one slot is taken
+
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			require.NoError(t, err)
+			_, err = io.WriteString(conn, c.request)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { _, _, n := o.adm.state(); return n == 1 },
+				10*time.Second, time.Millisecond, "the second call waits for the slot")
+			require.NoError(t, conn.Close())
+			require.Eventually(t, func() bool { return o.stats().Abandoned[c.route] == 1 },
+				10*time.Second, 5*time.Millisecond, "the waiting call left when its client did")
+			limit, inUse, waiting := o.adm.state()
+			assert.Equal(t, [3]int{1, 1, 0}, [3]int{limit, inUse, waiting}, "the slot still held by the first, nobody waits")
+			s := o.stats()
+			assert.Equal(t, [3]int64{}, s.Refused, "not refused")
+			assert.Equal(t, int64(1), s.InProgress, "not made")
+
+			free()
+			assert.Equal(t, http.StatusOK, <-first)
+			assert.Equal(t, http.StatusOK, post(), "the slot is free again")
+			assert.Equal(t, soapPath, <-h.held)
+			assert.Empty(t, h.held, "the call whose client left never reached the handler")
+			assert.Equal(t, [3]int{1, 0, 0}, func() [3]int { l, u, w := o.adm.state(); return [3]int{l, u, w} }())
+		})
 	}
 }
