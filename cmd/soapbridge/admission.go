@@ -7,8 +7,8 @@ import (
 
 // admission counts the calls in progress against a limit that may change
 // at any time (the adaptive limit), and keeps the calls that wait for a
-// slot, each at most overload_wait. A slot that comes free goes straight
-// to the oldest waiting call.
+// slot, each at most overload_wait, or until its client leaves. A slot
+// that comes free goes straight to the oldest waiting call.
 //
 // In order of arrival, and not newest first ("adaptive LIFO", as in
 // Facebook's server queues) once the queue cannot keep up: three ways of
