@@ -7,8 +7,8 @@ import (
 
 // admission counts the calls in progress against a limit that may change
 // at any time (the adaptive limit), and keeps the calls that wait for a
-// slot, each at most overload_wait. A slot that comes free goes straight
-// to the oldest waiting call.
+// slot, each at most overload_wait, or until its client leaves. A slot
+// that comes free goes straight to the oldest waiting call.
 //
 // In order of arrival, and not newest first ("adaptive LIFO", as in
 // Facebook's server queues) once the queue cannot keep up: three ways of
@@ -63,13 +63,22 @@ func (a *admission) tryAcquire() bool {
 	return ok
 }
 
-// acquire takes a free slot, or waits at most a.wait for one.
-func (a *admission) acquire() bool {
+// acquire takes a free slot, or waits at most a.wait for one. It gives
+// up at once, and leaves the list, when done is closed while it waits (the
+// request's context: its client closed the connection); a nil done never
+// is. A slot granted in the same instant as done is closed is passed on
+// (release): the call it was for is not made, and no slot is lost. The
+// caller tells the two refusals apart by done.
+func (a *admission) acquire(done <-chan struct{}) bool {
 	a.mu.Lock()
 	if a.inUse < a.limit {
 		a.inUse++
 		a.mu.Unlock()
 		return true
+	}
+	if isClosed(done) { // gone before it waited
+		a.mu.Unlock()
+		return false
 	}
 	w, _ := a.free.Get().(*waiter)
 	if w == nil {
@@ -86,21 +95,42 @@ func (a *admission) acquire() bool {
 	case <-w.ready:
 		w.timer.Stop()
 		a.free.Put(w) // the granter took it off the list
+		// Granted as the client left: pass it on.
+		if isClosed(done) {
+			a.release()
+			return false
+		}
 		return true
 	case <-w.timer.C:
+	case <-done:
+		w.timer.Stop() // nothing stale left for a reuse (Go 1.23 timers)
 	}
 	a.mu.Lock()
-	if w.granted { // granted as the wait ran out: the slot is ours
+	if w.granted { // granted as the wait ran out or the client left
 		a.mu.Unlock()
 		<-w.ready
 		a.free.Put(w)
-		return true
+		if isClosed(done) { // the client left: pass it on
+			a.release()
+			return false
+		}
+		return true // the wait ran out, the client is there: the slot is ours
 	}
 	w.gone = true
 	a.live--
 	a.trim()
 	a.mu.Unlock()
 	return false
+}
+
+// isClosed: whether done is closed (false for nil).
+func isClosed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // release ends a call: its slot goes to a waiter, or back.
@@ -153,10 +183,11 @@ func (a *admission) next() *waiter {
 }
 
 // trim drops the waiters that gave up from the front of the list (all
-// wait as long, so they give up mostly in order of arrival: the front is
-// where they are; one that gave up behind a live one stays until it is
-// at the front or the list empties), and empties the
-// list, keeping its array, when none is live. Under a.mu.
+// wait as long, so their waits run out mostly in order of arrival: the
+// front is where they are; one that gave up behind a live one, as one
+// whose client left does anywhere, stays until it is at the front or the
+// list empties: no longer than the live ones before it wait), and empties
+// the list, keeping its array, when none is live. Under a.mu.
 func (a *admission) trim() {
 	for a.head < len(a.waiting) && a.waiting[a.head].gone {
 		a.free.Put(a.waiting[a.head])

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +31,10 @@ import (
 // then gets 503 (a SOAP call: a SOAP
 // 1.1 Server fault) with Retry-After: 1, and Connection: close while more
 // client connections than overload_close_above (4096, as max_connections)
-// are open. /healthz is never refused (a balancer must not take a busy
-// replica for a dead one), nor is the admin listener (a separate server).
+// are open. One whose client leaves while it waits gives up its place at
+// once (abandoned: neither made nor refused). /healthz is never refused
+// (a balancer must not take a busy replica for a dead one), nor is the
+// admin listener (a separate server).
 
 // overloadLimiter is the admission limit, an http.Handler around the
 // public router.
@@ -57,6 +62,9 @@ type overloadLimiter struct {
 	page       []byte       // the plain-text page of anything else
 	faultLen   []string     // its Content-Length value
 	pageLen    []string
+	// abandoned: calls whose client left (closed its connection) while
+	// they waited for a slot, by route; neither made nor refused.
+	abandoned [len(metrics.OverloadRoutes)]atomic.Int64
 }
 
 // Route indexes of metrics.OverloadRoutes.
@@ -124,32 +132,128 @@ func (o *overloadLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.next.ServeHTTP(w, r)
 		return
 	}
-	if o.adm != nil && !o.admit() {
-		o.refuse(w, r)
-		return
+	var held *heldBody
+	if o.adm != nil && !o.adm.tryAcquire() {
+		var ok bool
+		if ok, held = o.await(w, r); !ok {
+			return
+		}
 	}
 	o.inProgress.Add(1)
-	defer o.done()
+	defer o.done(r, held)
 	o.next.ServeHTTP(w, r)
 }
 
-func (o *overloadLimiter) done() {
+func (o *overloadLimiter) done(r *http.Request, held *heldBody) {
 	o.inProgress.Add(-1)
 	if o.adm != nil {
 		o.adm.release()
 	}
+	held.free(r)
 }
 
-// admit takes a slot, waiting for one at most o.wait (admission.go: in
-// order of arrival).
-func (o *overloadLimiter) admit() bool {
-	if o.adm.tryAcquire() {
-		return true
-	}
+// await waits at most o.wait for a slot (admission.go: in order of
+// arrival) once none was free, and answers the call itself when it gets
+// none: refused, or abandoned when its client leaves while it waits.
+// Admitted, it returns the body it read ahead (nil when none), which the
+// call frees once answered.
+//
+// net/http cancels the request's context when the client closes its
+// connection, but only once it reads from the connection again: after
+// the request's body was read to its end (a request without a body: at
+// once). Until then a close is not seen: a SOAP call, a POST whose body
+// the limiter (the outermost handler) has not read, would wait out
+// overload_wait, and if granted a slot be made for nobody. So a call
+// that must wait reads its body first (readAhead), and joins the queue
+// once it has it; a body over readAheadMax (read in part when its
+// length is not declared), or one the client sends only on "Expect:
+// 100-continue", is not read to its end, and such a call waits as before,
+// not seeing its client leave.
+func (o *overloadLimiter) await(w http.ResponseWriter, r *http.Request) (bool, *heldBody) {
 	if o.adapt != nil {
 		o.adapt.busy.Add(1)
 	}
-	return o.wait > 0 && o.adm.acquire()
+	if o.wait > 0 {
+		held, err := readAhead(r)
+		if err != nil { // the client left while sending it, or was too slow (read_timeout)
+			o.abandon(w, r)
+			return false, nil
+		}
+		done := r.Context().Done() // on the server, its one allocation: the channel
+		if o.adm.acquire(done) {
+			return true, held
+		}
+		held.free(r)
+		if isClosed(done) {
+			o.abandon(w, r)
+			return false, nil
+		}
+	}
+	o.refuse(w, r)
+	return false, nil
+}
+
+// readAheadMax is the largest request body a call that must wait for a
+// slot reads before it waits (bytes). A SOAP call's is a few kilobytes;
+// the bodies read ahead are held while their calls wait, at most
+// max_connections of them.
+const readAheadMax = 16 << 10
+
+// heldBody is a request body read ahead, in place of r.Body until the
+// call is answered, from a pool: a wait allocates nothing for it.
+type heldBody struct {
+	data bytes.Buffer
+	lr   io.LimitedReader // over the request's body, readAheadMax+1 bytes
+	orig io.ReadCloser    // the request's body
+	more bool             // orig goes on past data (no end within readAheadMax)
+}
+
+var heldBodies = sync.Pool{New: func() any { return new(heldBody) }}
+
+// readAhead reads r's body, when it has one of at most readAheadMax bytes
+// (declared, or found by reading), so that net/http, which then reads
+// ahead on the connection, sees a close and ends r's context; r.Body then
+// reads from it. A longer one is read up to readAheadMax+1 bytes and the
+// rest is left on the connection. An error is the client's: it left
+// while sending the body, or sent it slower than read_timeout.
+func readAhead(r *http.Request) (*heldBody, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ContentLength > readAheadMax ||
+		r.ProtoMajor != 1 || r.Header["Expect"] != nil {
+		return nil, nil
+	}
+	b := heldBodies.Get().(*heldBody)
+	b.orig = r.Body
+	b.lr = io.LimitedReader{R: r.Body, N: readAheadMax + 1}
+	if _, err := b.data.ReadFrom(&b.lr); err != nil {
+		b.free(nil)
+		return nil, err
+	}
+	b.more = b.lr.N == 0
+	b.lr.R = nil
+	r.Body = b
+	return b, nil
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if b.data.Len() > 0 || !b.more {
+		return b.data.Read(p)
+	}
+	return b.orig.Read(p)
+}
+
+func (b *heldBody) Close() error { return b.orig.Close() }
+
+// free gives r its own body back, and b back to the pool (b may be nil).
+func (b *heldBody) free(r *http.Request) {
+	if b == nil {
+		return
+	}
+	if r != nil && r.Body == b {
+		r.Body = b.orig
+	}
+	b.data.Reset()
+	b.lr, b.orig, b.more = io.LimitedReader{}, nil, false
+	heldBodies.Put(b)
 }
 
 // route is the refusal's label: a SOAP call, a gateway callback, or other.
@@ -178,9 +282,26 @@ func (o *overloadLimiter) route(r *http.Request) int {
 func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	route := o.route(r)
 	n := o.refused[route].Add(1)
+	o.reply(w, route, o.closeOnRefusal())
+	o.warn(route, n)
+}
+
+// abandon answers a call whose client left while it waited with the
+// refusal and Connection: close, which reach no one unless the
+// connection is still half open, and counts it apart: it was neither made
+// nor refused. Not logged: a flood of clients that give up would flood
+// the log (the counter has every one).
+func (o *overloadLimiter) abandon(w http.ResponseWriter, r *http.Request) {
+	route := o.route(r)
+	o.abandoned[route].Add(1)
+	o.reply(w, route, true)
+}
+
+// reply writes the refusal of a call of route.
+func (o *overloadLimiter) reply(w http.ResponseWriter, route int, closeConn bool) {
 	h := w.Header()
 	h["Retry-After"] = retryAfterOne
-	if o.closeOnRefusal() {
+	if closeConn {
 		h["Connection"] = connClose
 	}
 	body, length, ctype := o.page, o.pageLen, textPlain
@@ -191,7 +312,6 @@ func (o *overloadLimiter) refuse(w http.ResponseWriter, r *http.Request) {
 	h["Content-Length"] = length
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(body)
-	o.warn(route, n)
 }
 
 // closeOnRefusal: whether a refusal closes its connection now.
@@ -232,6 +352,7 @@ func (o *overloadLimiter) stats() metrics.OverloadStats {
 	}
 	for i := range o.refused {
 		s.Refused[i] = o.refused[i].Load()
+		s.Abandoned[i] = o.abandoned[i].Load()
 	}
 	return s
 }

@@ -143,6 +143,7 @@ func TestOverloadE2E(t *testing.T) {
 	assert.Equal(t, "1", e.metric(`soapbridge_overload_refusals_total{route="soap"}`))
 	assert.Equal(t, "1", e.metric(`soapbridge_overload_refusals_total{route="other"}`))
 	assert.Equal(t, "0", e.metric(`soapbridge_overload_refusals_total{route="callback"}`))
+	assert.Equal(t, "0", e.metric(`soapbridge_overload_abandoned_total{route="soap"}`), "refused, not abandoned: their clients waited")
 	assert.Equal(t, 2, e.proxy.Holding(http.MethodGet, paymentPath), "the refused call never reached the gateway")
 
 	e.proxy.Release()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -143,7 +144,9 @@ func (w *reusedWriter) WriteHeader(code int)        { w.code = code }
 func (w *reusedWriter) Write(b []byte) (int, error) { w.n += len(b); return len(b), nil }
 
 // A refusal allocates nothing, at once (overload_wait 0) or after the wait
-// (its waiter, with its timer, comes from a pool): under overload, the
+// (its waiter, with its timer, and its body read ahead come from pools;
+// on the server, the request's context makes its done channel for the
+// wait, its one allocation): under overload, the
 // refused calls must not take the CPU the admitted ones need. Allocations are exact on any
 // machine: this cannot flake.
 func TestOverloadRefusalAllocatesNothing(t *testing.T) {
@@ -157,13 +160,25 @@ func TestOverloadRefusalAllocatesNothing(t *testing.T) {
 		w := &reusedWriter{h: http.Header{}}
 		soap := httptest.NewRequest(http.MethodPost, soapPath, nil)
 		page := httptest.NewRequest(http.MethodGet, "/gw/pay-full-v2", nil)
+		// With a body, read ahead when it waits (from a pool).
+		body := strings.NewReader("<x/>")
+		soapBody := httptest.NewRequest(http.MethodPost, soapPath, body)
 		allocs := testing.AllocsPerRun(200, func() {
 			o.ServeHTTP(w, soap)
 			o.ServeHTTP(w, page)
+			body.Reset("<x/>")
+			o.ServeHTTP(w, soapBody)
 		})
-		assert.Zero(t, allocs, "allocations per refusal pair, overload_wait %v", wait)
+		assert.Zero(t, allocs, "allocations per three refusals, overload_wait %v", wait)
 		assert.Equal(t, http.StatusServiceUnavailable, w.code)
-		assert.Equal(t, int64(2*201), o.totalRefused())
+		assert.Equal(t, int64(3*201), o.totalRefused())
+		if wait > 0 {
+			assert.Zero(t, body.Len(), "the body was read ahead of the wait")
+		} else {
+			assert.Equal(t, 4, body.Len(), "refused at once: the body is left unread")
+		}
+		_, isHeld := soapBody.Body.(*heldBody)
+		assert.False(t, isHeld, "the request has its own body back")
 	}
 }
 
@@ -246,4 +261,142 @@ func TestOverloadClosesOnlyAboveTheConnectionThreshold(t *testing.T) {
 			assert.Empty(t, h.Values("Connection"), "%+v", c)
 		}
 	}
+}
+
+// A call waiting for a slot whose client closes its connection leaves at
+// once, long before overload_wait (30 s), through the real HTTP server:
+// a GET, and a SOAP POST, which net/http sees leave only because its body
+// was read ahead of the wait (with its length declared or chunked); one
+// whose client leaves in the middle of its body leaves before it waits.
+// Each is counted as abandoned, neither made nor refused, and the slot
+// goes to the next call. The test waits on the counter, not on a timing
+// margin.
+func TestOverloadWaiterWhoseClientLeaves(t *testing.T) {
+	for _, c := range []struct {
+		name, request string
+		route         int
+		cut           bool // the client leaves while it sends the body, before the call can wait
+	}{
+		{"a GET", "GET /gw/pay-full-v2?id=1 HTTP/1.1\r\nHost: bridge\r\n\r\n", routeOther, false},
+		{"a SOAP POST", "POST " + soapPath + " HTTP/1.1\r\nHost: bridge\r\nContent-Type: text/xml; charset=utf-8\r\nSOAPAction: \"\"\r\nContent-Length: 4\r\n\r\n<x/>", routeSOAP, false},
+		{"a SOAP POST, chunked", "POST " + soapPath + " HTTP/1.1\r\nHost: bridge\r\nContent-Type: text/xml; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n<x/>\r\n0\r\n\r\n", routeSOAP, false},
+		{"a SOAP POST cut short", "POST " + soapPath + " HTTP/1.1\r\nHost: bridge\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: 100\r\n\r\n<x/>", routeSOAP, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHeldHandler()
+			o := newOverloadLimiter(1, 30*time.Second, soapPath, zap.NewNop(), h)
+			srv := httptest.NewServer(o)
+			defer srv.Close()
+			var release sync.Once
+			free := func() { release.Do(func() { close(h.release) }) }
+			defer free() // before srv.Close, which waits for the calls in progress
+			post := func() int {
+				resp, err := http.Post(srv.URL+soapPath, "text/xml", strings.NewReader("<x/>"))
+				if err != nil {
+					return 0
+				}
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			first := make(chan int, 1)
+			go func() { first <- post() }()
+			<-h.held // the one slot is taken
+
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			require.NoError(t, err)
+			_, err = io.WriteString(conn, c.request)
+			require.NoError(t, err)
+			if !c.cut {
+				require.Eventually(t, func() bool { _, _, n := o.adm.state(); return n == 1 },
+					10*time.Second, time.Millisecond, "the second call waits for the slot")
+			}
+			require.NoError(t, conn.Close())
+			require.Eventually(t, func() bool { return o.stats().Abandoned[c.route] == 1 },
+				10*time.Second, 5*time.Millisecond, "the waiting call left when its client did")
+			limit, inUse, waiting := o.adm.state()
+			assert.Equal(t, [3]int{1, 1, 0}, [3]int{limit, inUse, waiting}, "the slot still held by the first, nobody waits")
+			s := o.stats()
+			assert.Equal(t, [3]int64{}, s.Refused, "not refused")
+			assert.Equal(t, int64(1), s.InProgress, "not made")
+
+			free()
+			assert.Equal(t, http.StatusOK, <-first)
+			assert.Equal(t, http.StatusOK, post(), "the slot is free again")
+			assert.Equal(t, soapPath, <-h.held)
+			assert.Empty(t, h.held, "the call whose client left never reached the handler")
+			assert.Equal(t, [3]int{1, 0, 0}, func() [3]int { l, u, w := o.adm.state(); return [3]int{l, u, w} }())
+		})
+	}
+}
+
+// A call that waits reads its body ahead (so that it sees its client
+// leave); admitted, the handler reads the whole body as sent: short or
+// over readAheadMax (read partly ahead, the rest from the connection),
+// with a declared length or chunked.
+func TestOverloadWaitingCallKeepsItsBody(t *testing.T) {
+	held, gates := make(chan struct{}), make(chan chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			gate := <-gates
+			held <- struct{}{}
+			<-gate
+			return
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+	o := newOverloadLimiter(1, 30*time.Second, soapPath, zap.NewNop(), h)
+	srv := httptest.NewServer(o)
+	defer srv.Close()
+	for _, size := range []int{4, readAheadMax, readAheadMax + 1, 3 * readAheadMax} {
+		for _, chunked := range []bool{false, true} {
+			sent := strings.Repeat("<x/>", size/4+1)[:size]
+			var body io.Reader = strings.NewReader(sent)
+			if chunked {
+				body = struct{ io.Reader }{body} // no length known: sent chunked
+			}
+			gate := make(chan struct{})
+			gates <- gate
+			hold := make(chan error, 1)
+			go func() {
+				resp, err := http.Get(srv.URL + "/hold")
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				hold <- err
+			}()
+			<-held
+			type result struct {
+				code int
+				body string
+				err  error
+			}
+			got := make(chan result, 1)
+			go func() {
+				resp, err := http.Post(srv.URL+soapPath, "text/xml", body)
+				if err != nil {
+					got <- result{err: err}
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				got <- result{resp.StatusCode, string(b), err}
+			}()
+			require.Eventually(t, func() bool { _, _, n := o.adm.state(); return n == 1 },
+				10*time.Second, time.Millisecond, "size %d chunked %v: the call waits", size, chunked)
+			close(gate)
+			require.NoError(t, <-hold)
+			r := <-got
+			require.NoError(t, r.err)
+			assert.Equal(t, http.StatusOK, r.code, "size %d chunked %v", size, chunked)
+			assert.True(t, r.body == sent, "size %d chunked %v: the handler read the body as sent (%d bytes of %d)", size, chunked, len(r.body), size)
+		}
+	}
+	s := o.stats()
+	assert.Equal(t, [3]int64{}, s.Refused)
+	assert.Equal(t, [3]int64{}, s.Abandoned)
 }

@@ -7,7 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // so that a refusal costs the limiter an atomic increment and nothing here.
 
 // OverloadRoutes are the values of soapbridge_overload_refusals_total's
-// route label, in the order of OverloadStats.Refused: a SOAP call (a POST
+// and soapbridge_overload_abandoned_total's route label, in the order of
+// OverloadStats.Refused and Abandoned: a SOAP call (a POST
 // to the SOAP path), the gateway's callbacks (/callback/…), anything else
 // (WSDL, browser flows, unknown paths).
 var OverloadRoutes = [3]string{"soap", "callback", "other"}
@@ -17,6 +18,7 @@ type OverloadStats struct {
 	InProgress int64 // calls admitted and not answered yet
 	Max        int   // the limit in force (max_calls_in_progress, or lower while the adaptive limit has lowered it); 0: no limit
 	Refused    [len(OverloadRoutes)]int64
+	Abandoned  [len(OverloadRoutes)]int64 // calls whose client left while they waited for a slot
 }
 
 var (
@@ -26,6 +28,9 @@ var (
 		"The limit on requests in progress in force (max_calls_in_progress, or lower while the adaptive limit has lowered it); absent when there is none.", nil, nil)
 	overloadRefusedDesc = prometheus.NewDesc("soapbridge_overload_refusals_total",
 		"Requests refused with 503 because the limit on requests in progress was reached for overload_wait, by route (soap, callback, other).",
+		[]string{"route"}, nil)
+	overloadAbandonedDesc = prometheus.NewDesc("soapbridge_overload_abandoned_total",
+		"Requests whose client closed its connection while they waited for a slot (overload_wait): neither made nor refused, by route (soap, callback, other).",
 		[]string{"route"}, nil)
 )
 
@@ -41,6 +46,7 @@ func (c overloadCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inProgressDesc
 	ch <- inProgressMaxDesc
 	ch <- overloadRefusedDesc
+	ch <- overloadAbandonedDesc
 }
 
 func (c overloadCollector) Collect(ch chan<- prometheus.Metric) {
@@ -51,5 +57,6 @@ func (c overloadCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, r := range OverloadRoutes {
 		ch <- prometheus.MustNewConstMetric(overloadRefusedDesc, prometheus.CounterValue, float64(s.Refused[i]), r)
+		ch <- prometheus.MustNewConstMetric(overloadAbandonedDesc, prometheus.CounterValue, float64(s.Abandoned[i]), r)
 	}
 }
