@@ -9,12 +9,17 @@ import (
 	"time"
 )
 
-// The cold-start scenarios (slowgw-cold-R, slowgw-cold-R-limitN): what
+// The cold-start scenarios (slowgw-cold-R, slowgw-cold-R-limitN, and
+// with -idle-for their after-idle twins slowgw-idle-R-limitN): what
 // issue 28 saw collapse. A bridge is started fresh on the slow gateway for
 // each round, given one payment to read, and at once loaded by an open
 // loop at R calls/s; made calls, refusals (503), calls never sent, the p99
 // of the made calls, the bridge's CPU per made call and the connections
 // open are what tell a degrading bridge from a collapsing one.
+
+// idleWarmFor is how long an after-idle scenario loads its bridge warm
+// before the idle time (at most -d).
+const idleWarmFor = 5 * time.Second
 
 // measureCold runs the cold scenario s once on a fresh bridge.
 func (b *bench) measureCold(s scenario, groups []procGroup) sample {
@@ -41,6 +46,14 @@ func (b *bench) measureCold(s scenario, groups []procGroup) sample {
 		return fail("paymentStatus request", err)
 	}
 	t := soapTarget(url, status, "CALL_COMPLETED")
+	if s.idle > 0 {
+		// Warm first (what the bridge learns under load), unmeasured,
+		// then nothing for s.idle: the flood after an outage or a night.
+		cl := newClient(4096, b.cfg.maxConns, 10*time.Second, nil)
+		openLoop(cl, t, b.cfg.rate, min(idleWarmFor, b.cfg.dur), min(max(64, b.cfg.rate*4), 20000))
+		cl.CloseIdleConnections()
+		time.Sleep(s.idle)
+	}
 	all := append(slices.Clone(groups), procGroup{name: "bridge-cold", pid: c.pid()})
 	before := map[string]int64{}
 	for _, g := range all {

@@ -64,7 +64,7 @@ func TestSuiteQuickReportShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.json")
 	var out strings.Builder
 	// A second per phase, as above: every scenario must count good replies.
-	require.NoError(t, run([]string{"-quick", "-d", "1s", "-slow-clients", "8", "-rate", "40", "-json", path}, &out))
+	require.NoError(t, run([]string{"-quick", "-d", "1s", "-slow-clients", "8", "-rate", "40", "-idle-for", "1s", "-json", path}, &out))
 	text := out.String()
 	assert.Contains(t, text, "touch / ceiling, throughput")
 	assert.Less(t, strings.Index(text, "\nfigure "), strings.Index(text, "\nscenario "), "ratios come first")
@@ -104,8 +104,9 @@ func TestSuiteQuickReportShape(t *testing.T) {
 		scen[s.Name] = s
 	}
 	want := []string{"ceiling", "touch", "paymentStatus", "createPayment", "slowgw-direct-8", "slowgw-relay-8", "slowgw-bridge-8", "slowgw-open-40",
-		"slowgw-cold-50", "slowgw-cold-50-limit20"}
+		"slowgw-cold-50", "slowgw-cold-50-limit20", "slowgw-idle-50-limit20"}
 	assert.Contains(t, ratios, "cold start, open loop 50/s, max_calls_in_progress 20: made")
+	assert.Contains(t, ratios, "warm, then 1s idle, open loop 50/s, max_calls_in_progress 20: made in the first 5 s / warm made")
 	assert.Contains(t, ratios, "cold start, open loop 50/s, max_calls_in_progress 20: made in the first 5 s")
 	_, _, phpErr := phpTools()
 	if phpErr == nil {

@@ -235,6 +235,10 @@ func (b *bench) report(samples map[string][]sample, groups []procGroup) *report 
 		for _, n := range c.coldLimits {
 			names = append(names, fmt.Sprintf("slowgw-cold-%d-limit%d", rate, n))
 			labels = append(labels, fmt.Sprintf("cold start, open loop %d/s, max_calls_in_progress %d", rate, n))
+			if c.idleFor > 0 {
+				names = append(names, fmt.Sprintf("slowgw-idle-%d-limit%d", rate, n))
+				labels = append(labels, fmt.Sprintf("warm, then %s idle, open loop %d/s, max_calls_in_progress %d", c.idleFor, rate, n))
+			}
 		}
 		for i, cold := range names {
 			label := labels[i]

@@ -44,6 +44,10 @@ type suiteConfig struct {
 	coldRates   []int          // open-loop rates of the cold-start scenarios
 	coldLimits  []int          // max_calls_in_progress of the cold-start scenarios with a limit
 	slowAdmin   string         // admin listener of bridge-slowgw (pprof, /metrics); empty: off
+	// idleFor: when > 0, each cold-start scenario with a limit has an
+	// after-idle twin (slowgw-idle-R-limitN): its fresh bridge is first
+	// loaded warm, then left idle this long, then flooded.
+	idleFor time.Duration
 }
 
 // The demo merchant of the sandbox and the bridge.
@@ -78,6 +82,7 @@ func runSuite(args []string, out io.Writer) error {
 	fs.IntVar(&c.maxConns, "max-conns", 4000, "most connections the load client opens to one server (a request over it waits in the client, counted from when it was due)")
 	coldRates := fs.String("cold-rates", "2000,4000", "open-loop rates (calls/s) of the cold-start scenarios slowgw-cold-R: a bridge started fresh on the slow gateway, loaded at once; empty: none")
 	fs.StringVar(&c.slowAdmin, "slowgw-admin", "", "loopback address for bridge-slowgw's admin listener (pprof, /metrics) to profile it during a run, e.g. 127.0.0.1:6061; default: off, as in every other bridge")
+	fs.DurationVar(&c.idleFor, "idle-for", 0, "when > 0, also run slowgw-idle-R-limitN: a fresh bridge loaded at -rate for 5 s, left idle this long, then loaded at R calls/s as its cold twin (e.g. 60s: a retry storm after an outage); default: off")
 	coldLimits := fs.String("cold-limits", "1000", "max_calls_in_progress of the cold-start scenarios slowgw-cold-R-limitN (slowgw-cold-R itself runs without a limit); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -213,6 +218,9 @@ type scenario struct {
 	// with this max_calls_in_progress (0: none); its figures are "bridge-cold".
 	cold      bool
 	coldLimit int
+	// idle: the fresh bridge is loaded warm (-rate, 5 s) and left idle
+	// this long before the flood.
+	idle time.Duration
 	// warm: before its first round, the scenario's bridge is warmed up
 	// unmeasured (a closed loop of warmClients for warmFor), so that the
 	// figure is the warm one even when -only runs it first.
@@ -509,6 +517,10 @@ func (b *bench) setUpScenarios(out io.Writer, ctx context.Context, sb, ceil, pro
 		for _, n := range b.cfg.coldLimits {
 			add(scenario{name: fmt.Sprintf("slowgw-cold-%d-limit%d", r, n), what: fmt.Sprintf("a bridge started fresh with max_calls_in_progress %d, at once an open loop of %d paymentStatus calls/s on the slow gateway", n, r),
 				rate: r, cold: true, coldLimit: n, server: []string{"bridge-cold", "slowgw", "sandbox"}})
+			if b.cfg.idleFor > 0 {
+				add(scenario{name: fmt.Sprintf("slowgw-idle-%d-limit%d", r, n), what: fmt.Sprintf("a bridge started fresh with max_calls_in_progress %d, loaded at %d/s for %s, idle for %s, then an open loop of %d paymentStatus calls/s", n, b.cfg.rate, idleWarmFor, b.cfg.idleFor, r),
+					rate: r, cold: true, coldLimit: n, idle: b.cfg.idleFor, server: []string{"bridge-cold", "slowgw", "sandbox"}})
+			}
 		}
 	}
 	return nil
