@@ -95,10 +95,15 @@ type gatewayPace struct {
 	shortest  atomic.Int64 // ns; 0: none in the window
 }
 
-// ObserveGateway counts an exchange that got a reply (status 0: none came,
-// a timeout or a reset, which says nothing of the gateway's time).
+// ObserveGateway counts an exchange that the gateway served: a reply
+// below 500. None came (status 0: a timeout, a reset), or a failure (5xx:
+// down for maintenance, a proxy before it answering at once) says
+// nothing of the time the gateway takes to serve a call; counted, an
+// outage's fast 503s made the shortest exchange a millisecond, the need a
+// hundredth of what the calls needed once it was back, and the retries
+// of every shop after it met a limit at the floor.
 func (g *gatewayPace) ObserveGateway(_ string, status int, d time.Duration) {
-	if status > 0 {
+	if status > 0 && status < 500 {
 		g.add(max(int64(d), 1))
 	}
 }
@@ -137,10 +142,18 @@ func (g gatewayObservers) ObserveGateway(endpoint string, status int, d time.Dur
 //     overloaded replica has most of;
 //   - the need is unknown until replies have come for adaptiveSettle
 //     windows: a cold start's first windows see few (the calls are still
-//     at the gateway), and a need read off them cut its calls to a fifth.
+//     at the gateway), and a need read off them cut its calls to a fifth;
+//   - a window without a reply changes nothing (see above).
 func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 	n, short := a.pace.completed.Swap(0), a.pace.shortest.Swap(0)
-	if elapsed <= 0 {
+	if elapsed <= 0 || n == 0 {
+		// No reply (idle, or the gateway down): nothing is learnt of what
+		// the calls need, and what was learnt under load is kept for the
+		// flood that follows an outage or a night. Decayed here (0.5% a
+		// window), the need was a fifth of it after 30 s idle and a
+		// twentieth after a minute, and a flood short of CPU after it drove
+		// the limit down to that, where over the target it is never raised
+		// (TestAdaptiveLimitRemembersThroughIdleAndOutage).
 		return a.need
 	}
 	rate := float64(n) / elapsed.Seconds()

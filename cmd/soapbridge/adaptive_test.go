@@ -121,12 +121,53 @@ func TestAdaptiveLimitKeepsWhatThroughputNeeds(t *testing.T) {
 	window(100, 50*time.Millisecond)
 	a.step(time.Second, 100*time.Millisecond)
 	assert.Equal(t, 50*time.Millisecond, a.minCall, "a shorter call is taken at once")
-	// Windows in which nothing ended: the need decays with the best rate
-	// to the fixed floor.
+	// Windows in which nothing ended (idle, the gateway down) teach
+	// nothing: the need holds.
+	need := a.need
 	for range 2000 {
 		a.step(time.Second, 100*time.Millisecond)
 	}
-	assert.Equal(t, adaptiveFloor, int(a.limit.Load()))
+	assert.Equal(t, need, a.need)
+	assert.Equal(t, need, int(a.limit.Load()))
+}
+
+// What the calls needed under load outlives an idle spell or an outage
+// (windows without a gateway reply, or only failures: 5xx), so that the
+// retries of every shop after it are not met by a limit at the floor.
+// Before, the need decayed in such windows (to a twentieth in a minute),
+// and a flood short of CPU after it drove the limit to the floor (100),
+// where, over the target, it is never raised again.
+func TestAdaptiveLimitRemembersThroughIdleAndOutage(t *testing.T) {
+	for _, outage := range []bool{false, true} {
+		a := newAdaptiveLimit(newAdmission(5000, 0), 5000, 20*time.Millisecond, nil)
+		window := func(calls int, took time.Duration) {
+			for i := range calls {
+				a.pace.ObserveGateway("payment status", 200, took+time.Duration(i))
+			}
+		}
+		for range 20 { // warm and short of CPU: 10000/s of 100 ms calls
+			window(1000, 100*time.Millisecond)
+			a.step(time.Second, 100*time.Millisecond)
+		}
+		require.Equal(t, 3000, int(a.limit.Load()), "10000/s × 100 ms × 3")
+		for range 600 { // a minute without a reply served
+			if outage {
+				for range 100 { // the gateway's maintenance page, at once
+					a.pace.ObserveGateway("payment status", 503, time.Millisecond)
+				}
+			}
+			a.step(0, 100*time.Millisecond)
+		}
+		assert.Equal(t, 3000, a.need, "outage %v: the need is kept", outage)
+		// The flood after it, short of CPU, its first calls still at the gateway.
+		for range 10 {
+			a.step(time.Second, 100*time.Millisecond)
+		}
+		assert.Equal(t, 3000, int(a.limit.Load()), "outage %v: the limit keeps what the calls needed", outage)
+		window(200, 100*time.Millisecond)
+		a.step(time.Second, 100*time.Millisecond)
+		assert.GreaterOrEqual(t, int(a.limit.Load()), 2900, "outage %v: the first replies decay the peak by 0.5%%, no more", outage)
+	}
 }
 
 // Under the target with calls waiting, a limit under what the throughput
@@ -172,6 +213,9 @@ func TestAdaptiveLimitCountsOnlyGatewayReplies(t *testing.T) {
 	}
 	pace.ObserveGateway("payment status", 0, time.Microsecond)
 	assert.Zero(t, pace.completed.Load(), "no gateway reply, nothing counted")
+	pace.ObserveGateway("payment status", 503, time.Microsecond)
+	pace.ObserveGateway("payment status", 500, time.Microsecond)
+	assert.Zero(t, pace.completed.Load(), "a failure at the gateway: nothing counted")
 	assert.Zero(t, pace.shortest.Load())
 
 	var obs restbackend.Observer = gatewayObservers{pace}
