@@ -22,6 +22,14 @@ func TestHotStatementsPrepared(t *testing.T) {
 	require.NotNil(t, s.rs.of(s.q.session))
 	require.NotNil(t, s.rs.of(s.lq.get))
 	require.Nil(t, s.rs.of(s.lq.insert), "the readers are query_only: no write is prepared on them")
+	// And the store runs them: closed, the reads that use them fail.
+	ctx := context.Background()
+	require.NoError(t, s.ws.of(s.lq.get).Close())
+	_, err := s.LookupCall(ctx, CallKey{GoID: 1, Operation: "capturePayment", Hash: "feed"})
+	require.ErrorContains(t, err, "statement is closed", "LookupCall reads with the writer's prepared statement")
+	require.NoError(t, s.rs.of(s.q.session).Close())
+	_, err = s.Session(ctx, 3000000001)
+	require.ErrorContains(t, err, "statement is closed", "Session reads with the readers' prepared statement")
 
 	mem := openSQL(t, "file::memory:")
 	require.Same(t, mem.ws, mem.rs, ":memory: has one pool")
