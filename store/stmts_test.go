@@ -34,6 +34,7 @@ func TestHotStatementsPrepared(t *testing.T) {
 	mem := openSQL(t, "file::memory:")
 	require.Same(t, mem.ws, mem.rs, ":memory: has one pool")
 	require.NotNil(t, mem.ws.of(mem.lq.get))
+	require.NotNil(t, mem.rs.of(mem.q.session), "the readers' statements too")
 
 	pg := openSQL(t, testenv.PostgresSchema(t))
 	require.Nil(t, pg.ws)
