@@ -54,6 +54,17 @@ func TestLedgerAliasRows(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, CallDone, seen.State)
 			assert.Equal(t, "FINISHED", seen.Result, "the previous release replays the result")
+			// A repeat is answered by the claim, the next one by a read
+			// (heldEntry): the same entry, under the pair's key.
+			byClaim, claimed, err := s.ClaimCall(ctx, key, at, time.Hour)
+			require.NoError(t, err)
+			require.False(t, claimed)
+			require.True(t, s.repeats.Contains(key))
+			byRead, claimed, err := s.ClaimCall(ctx, key, at, time.Hour)
+			require.NoError(t, err)
+			require.False(t, claimed)
+			assert.Equal(t, key, byRead.Key, "finishing it finishes both rows")
+			assert.Equal(t, byClaim, byRead)
 
 			// The previous release claimed first: the pair is not claimed,
 			// and its first row is not left behind.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -99,5 +100,8 @@ func sessionCacheSuite(t *testing.T, dsn string) {
 func reopen(t *testing.T, s *sqlStore, dsn string) {
 	t.Helper()
 	o := openSQL(t, dsn)
+	// s runs on o's pools from now on (o's Close closes them): its own
+	// writer and statements are closed here rather than left open.
+	require.NoError(t, errors.Join(s.ws.close(), s.w.Close()))
 	s.r, s.w, s.rs, s.ws = o.r, o.w, o.rs, o.ws
 }

@@ -63,12 +63,15 @@ func (s *sqlStore) prepare(ctx context.Context) {
 		return
 	}
 	lq, q := s.lq, s.q
-	s.ws = prepareStmts(ctx, s.w, lq.insert, lq.takeOver, lq.insertAlias, lq.takeOverAlias, lq.get,
-		lq.baseline, lq.done, lq.inDoubt, lq.notDone, lq.release, q.saveSession, q.saveToken, q.enqueue)
+	writer := []string{lq.insert, lq.takeOver, lq.insertAlias, lq.takeOverAlias, lq.get,
+		lq.baseline, lq.done, lq.inDoubt, lq.notDone, lq.release, q.saveSession, q.saveToken, q.enqueue}
 	if s.r == s.w {
+		// ":memory:": one pool, which runs the readers' statements too.
+		s.ws = prepareStmts(ctx, s.w, append(writer, q.session)...)
 		s.rs = s.ws
 		return
 	}
+	s.ws = prepareStmts(ctx, s.w, writer...)
 	s.rs = prepareStmts(ctx, s.r, lq.get, q.session)
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,10 +22,19 @@ func TestHotStatementsPrepared(t *testing.T) {
 	require.NotNil(t, s.rs.of(s.q.session))
 	require.NotNil(t, s.rs.of(s.lq.get))
 	require.Nil(t, s.rs.of(s.lq.insert), "the readers are query_only: no write is prepared on them")
+	// And the store runs them: closed, the reads that use them fail.
+	ctx := context.Background()
+	require.NoError(t, s.ws.of(s.lq.get).Close())
+	_, err := s.LookupCall(ctx, CallKey{GoID: 1, Operation: "capturePayment", Hash: "feed"})
+	require.ErrorContains(t, err, "statement is closed", "LookupCall reads with the writer's prepared statement")
+	require.NoError(t, s.rs.of(s.q.session).Close())
+	_, err = s.Session(ctx, 3000000001)
+	require.ErrorContains(t, err, "statement is closed", "Session reads with the readers' prepared statement")
 
 	mem := openSQL(t, "file::memory:")
 	require.Same(t, mem.ws, mem.rs, ":memory: has one pool")
 	require.NotNil(t, mem.ws.of(mem.lq.get))
+	require.NotNil(t, mem.rs.of(mem.q.session), "the readers' statements too")
 
 	pg := openSQL(t, testenv.PostgresSchema(t))
 	require.Nil(t, pg.ws)
@@ -103,4 +113,41 @@ func TestRepeatClaimTakesNoWriteLock(t *testing.T) {
 			require.True(t, claimed)
 		})
 	}
+}
+
+// The writer's connection, replaced after an error (a bad connection is
+// dropped by database/sql), gets the statements prepared again on the new
+// one: outside a transaction on first use, inside one by tx.StmtContext on
+// the connection the transaction holds (no wait for another, which the
+// single writer could not give).
+func TestPreparedAfterWriterReplaced(t *testing.T) {
+	s := openSQL(t, filepath.Join(t.TempDir(), "bridge.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	claimDone := func(hash string) {
+		t.Helper()
+		key := CallKey{GoID: 8123456789, Operation: "capturePayment", Hash: hash, Legacy: hash + "-old"}
+		c, claimed, err := s.ClaimCall(ctx, key, now, time.Hour)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.NoError(t, s.CallDone(ctx, key, c.Claim, CallRecord{PaymentID: 7, Result: "FINISHED"}, now))
+		got, claimed, err := s.ClaimCall(ctx, key, now, time.Hour)
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Equal(t, "FINISHED", got.Result)
+	}
+	claimDone("a1")
+
+	// The writer's one connection goes bad: database/sql closes it.
+	conn, err := s.w.Conn(ctx)
+	require.NoError(t, err)
+	require.ErrorIs(t, conn.Raw(func(any) error { return driver.ErrBadConn }), driver.ErrBadConn)
+	require.Zero(t, s.w.Stats().OpenConnections, "the connection is gone")
+
+	claimDone("b2") // a pair: its claim and its outcome are transactions
+	_, err = s.Enqueue(ctx, Notification{Key: "k1", GoID: 8123456789, PaymentID: 7, URL: "https://shop.example/n",
+		NextAttempt: now, CreatedAt: now})
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err())
 }
