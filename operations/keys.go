@@ -144,20 +144,31 @@ func (v verified) legacyDigests(m Merchant) []string {
 // keys of m in force at now. A request the previous key verifies is noted
 // (previousUsed): the operator ends a rotation once the shop no longer
 // signs with it.
-func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
-	for _, key := range m.keys(now) {
-		block, err := tripleDES(key)
-		if err != nil {
-			continue // a key that cannot key Triple DES verifies nothing
-		}
-		if i, cs, ok := verifyFieldsWith(block, key, signature, alts); ok {
-			if key != m.SecureKey && m.previousUsed != nil {
-				m.previousUsed.Store(now.UnixNano())
-			}
-			return verified{key: key, fields: alts[i], charset: cs, block: block}, true
-		}
+func (m *Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
+	// The keys of m.keys(now), in its order, without its slice.
+	if v, ok := m.verifyWith(m.SecureKey, now, signature, alts); ok {
+		return v, true
+	}
+	if m.previousKeyInForce(now) {
+		return m.verifyWith(m.PreviousSecureKey, now, signature, alts)
 	}
 	return verified{}, false
+}
+
+// verifyWith is verify with one of m's keys.
+func (m *Merchant) verifyWith(key string, now time.Time, signature string, alts [][]string) (verified, bool) {
+	block, err := tripleDES(key)
+	if err != nil {
+		return verified{}, false // a key that cannot key Triple DES verifies nothing
+	}
+	i, cs, ok := verifyFieldsWith(block, key, signature, alts)
+	if !ok {
+		return verified{}, false
+	}
+	if key != m.SecureKey && m.previousUsed != nil {
+		m.previousUsed.Store(now.UnixNano())
+	}
+	return verified{key: key, fields: alts[i], charset: cs, block: block}, true
 }
 
 // keyID names a key in the store without revealing it.

@@ -325,7 +325,7 @@ func signStatus(c *call, st *PaymentStatus, key string) error {
 	if err != nil {
 		return err
 	}
-	sig := signWith(block, key, st.SignatureFields())
+	sig := signSum(block, statusSum(st, key))
 	st.EncryptedSignature = &sig
 	return nil
 }
