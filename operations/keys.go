@@ -157,9 +157,14 @@ func (m *Merchant) verify(now time.Time, signature string, alts ...[]string) (ve
 
 // verifyWith is verify with one of m's keys.
 func (m *Merchant) verifyWith(key string, now time.Time, signature string, alts [][]string) (verified, bool) {
-	block, err := tripleDES(key)
-	if err != nil {
-		return verified{}, false // a key that cannot key Triple DES verifies nothing
+	var block cipher.Block
+	if m.secure != nil && m.secure.key == key {
+		block = m.secure.block
+	} else {
+		var err error
+		if block, err = tripleDES(key); err != nil {
+			return verified{}, false // a key that cannot key Triple DES verifies nothing
+		}
 	}
 	i, cs, ok := verifyFieldsWith(block, key, signature, alts)
 	if !ok {
@@ -221,6 +226,10 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 		m := &ms[i]
 		m.resolved = true
 		m.previousUsed = new(atomic.Int64)
+		m.secure = nil
+		if block, err := tripleDES(m.SecureKey); err == nil { // a key too short verifies nothing either way
+			m.secure = &merchantCipher{key: m.SecureKey, block: block}
+		}
 		if old != nil {
 			if prev, ok := old.byGoID[m.GoID]; ok && prev.PreviousSecureKey == m.PreviousSecureKey && prev.previousUsed != nil {
 				m.previousUsed = prev.previousUsed
