@@ -144,20 +144,36 @@ func (v verified) legacyDigests(m Merchant) []string {
 // keys of m in force at now. A request the previous key verifies is noted
 // (previousUsed): the operator ends a rotation once the shop no longer
 // signs with it.
-func (m Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
-	for _, key := range m.keys(now) {
-		block, err := tripleDES(key)
-		if err != nil {
-			continue // a key that cannot key Triple DES verifies nothing
-		}
-		if i, cs, ok := verifyFieldsWith(block, key, signature, alts); ok {
-			if key != m.SecureKey && m.previousUsed != nil {
-				m.previousUsed.Store(now.UnixNano())
-			}
-			return verified{key: key, fields: alts[i], charset: cs, block: block}, true
-		}
+func (m *Merchant) verify(now time.Time, signature string, alts ...[]string) (verified, bool) {
+	// The keys of m.keys(now), in its order, without its slice.
+	if v, ok := m.verifyWith(m.SecureKey, now, signature, alts); ok {
+		return v, true
+	}
+	if m.previousKeyInForce(now) {
+		return m.verifyWith(m.PreviousSecureKey, now, signature, alts)
 	}
 	return verified{}, false
+}
+
+// verifyWith is verify with one of m's keys.
+func (m *Merchant) verifyWith(key string, now time.Time, signature string, alts [][]string) (verified, bool) {
+	var block cipher.Block
+	if m.secure != nil && m.secure.key == key {
+		block = m.secure.block
+	} else {
+		var err error
+		if block, err = tripleDES(key); err != nil {
+			return verified{}, false // a key that cannot key Triple DES verifies nothing
+		}
+	}
+	i, cs, ok := verifyFieldsWith(block, key, signature, alts)
+	if !ok {
+		return verified{}, false
+	}
+	if key != m.SecureKey && m.previousUsed != nil {
+		m.previousUsed.Store(now.UnixNano())
+	}
+	return verified{key: key, fields: alts[i], charset: cs, block: block}, true
 }
 
 // keyID names a key in the store without revealing it.
@@ -210,6 +226,10 @@ func (s *Service) resolveOverlaps(ctx context.Context, ms []Merchant, old *Merch
 		m := &ms[i]
 		m.resolved = true
 		m.previousUsed = new(atomic.Int64)
+		m.secure = nil
+		if block, err := tripleDES(m.SecureKey); err == nil { // a key too short verifies nothing either way
+			m.secure = &merchantCipher{key: m.SecureKey, block: block}
+		}
 		if old != nil {
 			if prev, ok := old.byGoID[m.GoID]; ok && prev.PreviousSecureKey == m.PreviousSecureKey && prev.previousUsed != nil {
 				m.previousUsed = prev.previousUsed

@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"crypto/sha1"
 	"reflect"
 
 	"github.com/legacybridge/soapbridge/restbackend"
@@ -26,6 +27,15 @@ func deref(s *string) string {
 // exactly as the reply carries them.
 func (st *PaymentStatus) SignatureFields() []string {
 	return signedValues("EPaymentStatus", reflect.ValueOf(st).Elem(), true)
+}
+
+// statusSum is the SHA-1 of st's signature fields joined with key, as
+// joinedSum(key, st.SignatureFields()) is, joined in a stack buffer when it
+// fits (the usual replies do) without a string per field.
+func statusSum(st *PaymentStatus, key string) [sha1.Size]byte {
+	var buf [512]byte
+	b := appendSignedJoin(buf[:0], "EPaymentStatus", reflect.ValueOf(st).Elem(), true)
+	return sha1.Sum(append(b, key...))
 }
 
 // withCustomer extends st by the payer's data of p (paymentStatusWCust).

@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"crypto/cipher"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -65,6 +66,20 @@ type Merchant struct {
 	// previousUsed is when (Unix ns) the previous secure key last verified
 	// a request on this replica; shared by the copies of the merchant.
 	previousUsed *atomic.Int64
+	// secure holds the Triple DES cipher of SecureKey, found once by
+	// Service.resolveOverlaps (nil: tripleDES finds it per call, which
+	// hashes the key to look it up in the cache). A pointer, not the
+	// interface: a call copies the Merchant into its record (call), which
+	// must stay within its 640-byte size class (TestCallSizeClass).
+	secure *merchantCipher
+}
+
+// merchantCipher is a merchant's secure key's cipher (Merchant.secure),
+// with the key it was made from: a copy of the Merchant given another
+// SecureKey does not use it.
+type merchantCipher struct {
+	key   string
+	block cipher.Block
 }
 
 // DefaultReplayWindow outlasts any legacy client's retry loop (minutes to

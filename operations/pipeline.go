@@ -119,10 +119,11 @@ type call struct {
 	payment *int64
 	m       Merchant
 	known   bool // m is the merchant of goid: replies can be signed
-	v       verified
 	// verified: the request proved to be the merchant's (or names none);
-	// only then does what it sends count beyond its result.
+	// only then does what it sends count beyond its result. Beside known:
+	// the two share a word.
 	verified bool
+	v        verified
 	ctx      context.Context // the call's, for its logger and the usage record
 	log      *zap.Logger     // built on first use (logger)
 	start    time.Time       // when the call was read (logctx.WithCall)
@@ -325,7 +326,7 @@ func signStatus(c *call, st *PaymentStatus, key string) error {
 	if err != nil {
 		return err
 	}
-	sig := signWith(block, key, st.SignatureFields())
+	sig := signSum(block, statusSum(st, key))
 	st.EncryptedSignature = &sig
 	return nil
 }

@@ -40,13 +40,22 @@ func Sign(secureKey string, fields ...string) (string, error) {
 // signWith is Sign with block, the Triple DES cipher of secureKey
 // (tripleDES), already at hand.
 func signWith(block cipher.Block, secureKey string, fields []string) string {
-	// The SHA-1 hex digest (hashHex) is 40 bytes, whole DES blocks: no
-	// padding. Encrypted in place, in one buffer.
+	return signSum(block, joinedSum(secureKey, fields))
+}
+
+// signSum is the signature of sum, the SHA-1 of a joined string
+// (joinedSum), under block. The SHA-1 hex digest (hashHex) is 40 bytes,
+// whole DES blocks: no padding. Encrypted in place, in one buffer, and
+// hexed into a stack buffer: the string is the one allocation besides
+// the buffer the cipher (an interface) is handed (hex.EncodeToString made
+// two).
+func signSum(block cipher.Block, sum [sha1.Size]byte) string {
 	var plain [2 * sha1.Size]byte
-	sum := joinedSum(secureKey, fields)
 	hex.Encode(plain[:], sum[:])
 	ecb(block, plain[:], plain[:], block.Encrypt)
-	return hex.EncodeToString(plain[:])
+	var out [2 * len(plain)]byte
+	hex.Encode(out[:], plain[:])
+	return string(out[:])
 }
 
 // The in-place Sign relies on the digest's hex filling whole blocks.
@@ -114,15 +123,17 @@ func verifyFields(secureKey, signature string, alts [][]string) (int, Charset, b
 // verifyFieldsWith is verifyFields with block, the Triple DES cipher of
 // secureKey (tripleDES), already at hand.
 func verifyFieldsWith(block cipher.Block, secureKey, signature string, alts [][]string) (int, Charset, bool) {
-	// Decoded and decrypted in a stack buffer when the signature fits it
-	// (the usual 40 bytes, the Java library's 48).
-	var rawBuf, plainBuf [64]byte
-	raw, ok := decodeHex(rawBuf[:0], strings.TrimSpace(signature))
+	// Decoded and decrypted in one buffer of 64 bytes each when the
+	// signature fits it (the usual 40 bytes, the Java library's 48). One
+	// array, not two: handed to the cipher (an interface), it goes to the
+	// heap, in one allocation.
+	var bufs [2 * 64]byte
+	raw, ok := decodeHex(bufs[:0:64], strings.TrimSpace(signature))
 	if !ok || len(raw) == 0 || len(raw)%des.BlockSize != 0 {
 		return 0, "", false
 	}
-	plain := plainBuf[:0]
-	if len(raw) > len(plainBuf) {
+	plain := bufs[64:64]
+	if len(raw) > 64 {
 		plain = make([]byte, len(raw))
 	}
 	plain = plain[:len(raw)]
@@ -322,7 +333,10 @@ func FormatBool(b *bool) string {
 }
 
 // trim removes the whitespace the legacy library strips from marked fields.
-func trim(s string) string { return strings.Trim(s, " \t\r\n\x00\x0b") }
+func trim(s string) string { return strings.Trim(s, trimCutset) }
+
+// trimCutset is what trim strips.
+const trimCutset = " \t\r\n\x00\x0b"
 
 // Field orders of the signature kinds (legacy-protocol.md). Optional values
 // are passed already rendered, so callers sign exactly what they send.

@@ -1,8 +1,10 @@
 package operations
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 
 	"github.com/legacybridge/soapbridge/wsdl"
@@ -121,6 +123,44 @@ func renderSigned(f reflect.Value) string {
 		return "0"
 	}
 	return f.String()
+}
+
+// appendSignedJoin appends to b the signed members of v, a struct bound to
+// WSDL type typ, each followed by "|": what signedValues renders, joined
+// as joinFields joins them, without the key. No string per member: the
+// integers are appended in decimal, the trimmed members trimmed in place
+// (issue 28: a reply's signature made a slice and a string per integer).
+func appendSignedJoin(b []byte, typ string, v reflect.Value, trimmed bool) []byte {
+	for _, m := range signaturePlan(typ, v.Type()) {
+		start := len(b)
+		b = appendRendered(b, v.FieldByIndex(m.index))
+		if trimmed && m.trim {
+			t := bytes.Trim(b[start:], trimCutset)
+			b = b[:start+copy(b[start:], t)]
+		}
+		b = append(b, '|')
+	}
+	return b
+}
+
+// appendRendered appends f rendered as renderSigned renders it.
+func appendRendered(b []byte, f reflect.Value) []byte {
+	if f.Kind() == reflect.Pointer {
+		if f.IsNil() {
+			return b
+		}
+		f = f.Elem()
+	}
+	switch f.Kind() {
+	case reflect.Int64:
+		return strconv.AppendInt(b, f.Int(), 10)
+	case reflect.Bool:
+		if f.Bool() {
+			return append(b, '1')
+		}
+		return append(b, '0')
+	}
+	return append(b, f.String()...)
 }
 
 // statusReplySignature is the paymentStatus signature as read from a reply:

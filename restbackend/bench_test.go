@@ -1,6 +1,7 @@
 package restbackend_test
 
 import (
+	"context"
 	"io"
 	"log"
 	"net"
@@ -96,4 +97,29 @@ func benchCreatePayment(b *testing.B, tls bool, hc func(base *http.Transport) *h
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(conns.Load())/float64(b.N), "conns/op")
+}
+
+// BenchmarkPaymentStatusDirect: one payment status after another through
+// the Client's own transport (the bridge's: the exchange goes straight to
+// it), the test server's work included. Issue 28: allocations per call,
+//
+//	go test ./restbackend -run '^$' -bench PaymentStatusDirect -benchmem -count 6
+func BenchmarkPaymentStatusDirect(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/oauth2/token" {
+			writeJSON(w, http.StatusOK, `{"token_type":"bearer","access_token":"bench","expires_in":1800}`)
+			return
+		}
+		writeJSON(w, http.StatusOK, paymentReply)
+	}))
+	defer srv.Close()
+	c := restbackend.New(restbackend.Config{BaseURL: srv.URL})
+	cr := restbackend.Credentials{ClientID: "id", ClientSecret: "secret"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.PaymentStatus(ctx, cr, 3000000001); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

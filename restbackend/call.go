@@ -252,7 +252,7 @@ func (c *Client) mayStart(ctx context.Context, r *request) error {
 // sendBounded is send under the deadline rules of call: an acting call is
 // checked again before each exchange (a token renewal takes time) and, when
 // the caller set no deadline, gets Config.Timeout of its own.
-func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
+func (c *Client) sendBounded(ctx context.Context, r *request, auth *bearerHeader, attempt int) (*reply, error) {
 	if r.acts {
 		if err := c.mayStart(ctx, r); err != nil {
 			return nil, err
@@ -283,7 +283,7 @@ func (c *Client) sendBounded(ctx context.Context, r *request, auth []string, att
 // Any status is a reply; errors are transport failures and oversized
 // replies. Whether the request left the bridge is taken from httptrace:
 // once it is written, a failure is of unknown outcome for a call that acts.
-func (c *Client) send(ctx context.Context, r *request, auth []string, attempt int) (*reply, error) {
+func (c *Client) send(ctx context.Context, r *request, auth *bearerHeader, attempt int) (*reply, error) {
 	req, st, endSpan, err := c.newRequest(ctx, r, auth)
 	if err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (c *Client) send(ctx context.Context, r *request, auth []string, attempt in
 // held while the gateway is awaited (issue 28).
 //
 //go:noinline
-func (c *Client) newRequest(ctx context.Context, r *request, auth []string) (*http.Request, *sendTrace, func(int, error), error) {
+func (c *Client) newRequest(ctx context.Context, r *request, auth *bearerHeader) (*http.Request, *sendTrace, func(int, error), error) {
 	var body io.Reader = http.NoBody
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
@@ -317,6 +317,15 @@ func (c *Client) newRequest(ctx context.Context, r *request, auth []string) (*ht
 		}
 		return nil, nil, nil, &RequestError{Op: r.op, Err: err}
 	}
+	if auth.get != nil && r.contentType == "" && c.direct(r) {
+		// The token's header, shared: straight to the Client's own
+		// transport, which never writes a request's header (a
+		// RoundTripper must not), where http.Client (a cookie jar) or a
+		// RoundTripper given in Config might. No map filled per request
+		// (issue 28: some 380 bytes of a paymentStatus).
+		req.Header = auth.get
+		return req, st, endSpan, nil
+	}
 	// Canonical keys, shared values (headerValue): no copy per request.
 	h := req.Header
 	h["Accept"] = c.hdrAccept
@@ -331,7 +340,7 @@ func (c *Client) newRequest(ctx context.Context, r *request, auth []string) (*ht
 	default:
 		h["Content-Type"] = []string{r.contentType}
 	}
-	h["Authorization"] = auth
+	h["Authorization"] = auth.v
 	return req, st, endSpan, nil
 }
 

@@ -117,6 +117,11 @@ type Client struct {
 type bearerHeader struct {
 	tok string
 	v   []string
+	// get is the whole header of a request without a body under this
+	// token (Accept, Accept-Language, User-Agent, Authorization), shared
+	// by such requests and never written once built: see newRequest. nil
+	// for a request's own Authorization (the token request's).
+	get http.Header
 }
 
 // New returns a Client for cfg.
@@ -158,14 +163,16 @@ func New(cfg Config) *Client {
 // so that an Add makes a new slice instead of writing into it.
 func headerValue(v string) []string { return []string{v}[:1:1] }
 
-// bearerValue is the Authorization value for tok.
-func (c *Client) bearerValue(tok string) []string {
+// bearerValue is the Authorization value for tok, with the header of a
+// request without a body under it.
+func (c *Client) bearerValue(tok string) *bearerHeader {
 	if b := c.bearer.Load(); b != nil && b.tok == tok {
-		return b.v
+		return b
 	}
 	b := &bearerHeader{tok: tok, v: headerValue("Bearer " + tok)}
+	b.get = http.Header{"Accept": c.hdrAccept, "Accept-Language": c.hdrLang, "User-Agent": c.hdrUA, "Authorization": b.v}
 	c.bearer.Store(b)
-	return b.v
+	return b
 }
 
 // Timeout is the REST timeout of one call (Config.Timeout or its default):

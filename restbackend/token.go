@@ -135,7 +135,7 @@ func (c *Client) requestToken(ctx context.Context, id, secret string) (*Token, e
 	// Plain id:secret as the specification and the official clients do (not
 	// the form-encoding of RFC 6749 2.3.1).
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret))
-	rep, err := c.send(ctx, &r, []string{basic}, 1)
+	rep, err := c.send(ctx, &r, &bearerHeader{v: []string{basic}}, 1)
 	if err != nil {
 		return nil, err
 	}

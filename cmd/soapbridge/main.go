@@ -287,7 +287,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	e := newEcho(log, tr, proxies, snaps)
 	e.GET("/healthz", healthzUnless(ready.isDraining))
 	lim := newLimiter(cfg.RateLimit, cfg.RateBurst)
-	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log)
+	soapRoute(e, cfg.SOAPPath, api.Handler(), lim, log, tr)
 	rest := webRoutes(e, lim, svc.Bound)
 	rest.GET(cfg.SOAPPath, soapapi.WSDLHandler(wsdl.New(wsdl.Options{ServiceNamespace: cfg.ServiceNamespace}), cfg.PublicURL, cfg.SOAPPath, ""))
 	// The legacy browser flows (pay-full-v2, pay-base-v2, statement) and the

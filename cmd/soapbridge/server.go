@@ -82,15 +82,23 @@ func logPanic(log *zap.Logger) middleware.LogErrorFunc {
 //
 // The chain is put together once, here, not given to echo as route
 // middleware: echo would wrap the handler in it again on every request (a
-// closure per middleware per call), for the same chain.
-func soapRoute(e *echo.Echo, path string, h echo.HandlerFunc, lim *rate.Limiter, log *zap.Logger) {
-	e.POST(path, chain(h,
+// closure per middleware per call), for the same chain. With tracing off
+// (tr not enabled: it is decided at start) there is no span to name, and
+// soapSpan is left out: looking the span up walks the call's whole context
+// for nothing (issue 28: some 0.8 % of the bridge's CPU at 2000 clients).
+func soapRoute(e *echo.Echo, path string, h echo.HandlerFunc, lim *rate.Limiter, log *zap.Logger, tr *tracing.Tracer) {
+	mw := []echo.MiddlewareFunc{
 		soapSpan,
 		soapFaults,
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: logPanic(log), DisableErrorHandler: true}),
 		rateLimit(lim, func(c echo.Context, text string) error {
 			return soapenc.WriteFault(c.Response(), &soapenc.Fault{Code: soapenc.FaultServer, String: text})
-		})))
+		}),
+	}
+	if !tr.Enabled() {
+		mw = mw[1:]
+	}
+	e.POST(path, chain(h, mw...))
 }
 
 // chain wraps h in mw, the first outermost, as echo applies route

@@ -69,8 +69,11 @@ type API struct {
 	codec  codec
 	limits soapenc.Limits
 	guard  Guard
-	usage  *usage.Recorder
-	ops    map[string][]binding // by operation name; overloads in WSDL order
+	// spend is guard.Spend, bound once: a method value of an interface is
+	// a closure, which binding it per call would allocate (issue 28).
+	spend operations.Admission
+	usage *usage.Recorder
+	ops   map[string][]binding // by operation name; overloads in WSDL order
 }
 
 // binding is one operation of the WSDL table and the core's row serving it.
@@ -120,6 +123,9 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{svc: cfg.Service, log: cfg.Logger, codec: codec{ns: cfg.ServiceNamespace}, limits: cfg.Limits,
 		guard: cfg.Guard, usage: cfg.Usage}
+	if a.guard != nil {
+		a.spend = a.guard.Spend
+	}
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -270,7 +276,7 @@ func (a *API) admit(ctx context.Context, call *soapenc.Call, req *http.Request) 
 			a.svc.Unserved(ctx, name, goid, result)
 			return ctx, nil, nil, 0, a.refused(ctx, name, goid, err)
 		}
-		ctx = operations.WithAdmission(ctx, a.guard.Spend)
+		ctx = operations.WithAdmission(ctx, a.spend)
 	}
 	return ctx, b, in, goid, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/legacybridge/soapbridge/internal/access"
 	"github.com/legacybridge/soapbridge/operations"
 	"github.com/legacybridge/soapbridge/operations/usage"
 	"github.com/legacybridge/soapbridge/soapenc"
@@ -48,6 +49,25 @@ func BenchmarkSOAPHandlerPaymentStatus(b *testing.B) {
 	paid(h)
 	h.rec.quiet = true
 	serveLoop(b, h.api.Handler(), readGolden(b, "paymentStatus"))
+}
+
+// BenchmarkSOAPHandlerPaymentStatusGuarded: the same with the bridge's
+// access guard (open rules, a rate that never runs out), as the binary
+// serves: the access rules checked before the core, the rate spent once it
+// verified the call.
+func BenchmarkSOAPHandlerPaymentStatusGuarded(b *testing.B) {
+	h := newHarness(b)
+	paid(h)
+	h.rec.quiet = true
+	g, err := access.NewGuard(map[int64]access.Rules{testGoID: {RateLimit: 1e9, RateBurst: 1 << 30}}, access.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	api, err := New(Config{Service: h.svc, Guard: g})
+	if err != nil {
+		b.Fatal(err)
+	}
+	serveLoop(b, api.Handler(), readGolden(b, "paymentStatus"))
 }
 
 // BenchmarkSOAPHandlerTouch: the whole handler for touch with a production
