@@ -31,9 +31,11 @@ import (
 //     decrease), never under the floor nor under what the best recent
 //     throughput needs (Little's law: gateway replies per second times
 //     the shortest exchange lately, three times that: adaptiveHeadroom;
-//     see needed and gatewayPace):
-//     lowering the limit below that would cut the calls made, not only
-//     their wait; while the need is not known yet, it holds;
+//     see needed and gatewayPace), and goes up to that need at once when
+//     it is under it: lower, it would cut the calls made, not only their
+//     wait (a limit that fell before the need was known, or while it was
+//     rising, stayed there as long as the CPU was short, and a flood's
+//     refusals keep it short); while the need is not known yet, it holds;
 //   - at or under the target, and the limit was reached in the window (a
 //     request waited or was refused): the limit goes back up to the need
 //     at once, and from there grows by a tenth (at least one), never over
@@ -152,8 +154,7 @@ func (a *adaptiveLimit) needed(elapsed time.Duration) int {
 		// flood that follows an outage or a night. Decayed here (0.5% a
 		// window), the need was a fifth of it after 30 s idle and a
 		// twentieth after a minute, and a flood short of CPU after it drove
-		// the limit down to that, where over the target it is never raised
-		// (TestAdaptiveLimitRemembersThroughIdleAndOutage).
+		// the limit down to that (TestAdaptiveLimitRemembersThroughIdleAndOutage).
 		return a.need
 	}
 	rate := float64(n) / elapsed.Seconds()
@@ -209,7 +210,8 @@ func (a *adaptiveLimit) step(sched, elapsed time.Duration) int {
 		// Short of CPU before any call ended: what the throughput needs
 		// is unknown, so the limit holds.
 	case sched > a.target:
-		next = max(min(cur, floor), cur-max(1, cur/5))
+		// Down by a fifth, never under the need; up to it at once.
+		next = max(floor, cur-max(1, cur/5))
 	case reached:
 		// Under the target with calls waiting: back to what the
 		// throughput needs at once, then by a tenth a window.
