@@ -334,6 +334,16 @@ func TestMoneyFaultMatrix(t *testing.T) {
 				if moves > 1 {
 					doubles++
 				}
+				// A third call: this replica has now found the key held, so
+				// it reads the ledger entry first (store.heldEntry) instead
+				// of claiming: the same answer, no POST, no move.
+				again := op.call(e, id)
+				assert.Equal(t, posts, e.proxy.Forwarded(http.MethodPost, op.path)-before, "the third call forwarded a POST")
+				assert.Equal(t, moves, op.moves(e, id), "the third call moved money")
+				if retry.success() {
+					assert.True(t, again.success(), "the third call after a success: %v", again)
+					assert.Equal(t, retry.id, again.id, "the third call answered another payment")
+				}
 
 				assert.LessOrEqual(t, posts, 1, "a POST forwarded twice")
 				assert.LessOrEqual(t, moves, 1, "money moved twice")
